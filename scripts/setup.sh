@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian 12 machine: installs the Debian packages ringtrain
+# needs, and only those that are missing, so a second run is fast and silent.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libopenmpi-dev openmpi-bin
+  libdnnl-dev libeigen3-dev libcli11-dev catch2 zlib1g-dev libfmt-dev
+  dataset-fashion-mnist
+  python3 python3-matplotlib
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO=(sudo -n)
+  else
+    echo "setup.sh: missing Debian packages: ${missing[*]}" >&2
+    echo "setup.sh: run as root, or: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+else
+  SUDO=()
+fi
+
+echo "setup.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

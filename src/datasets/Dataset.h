@@ -1,0 +1,60 @@
+// The Dataset interface: indexed samples as normalised float (C, H, W) plus an int label,
+// and the loader that builds the train/test pair named on the command line.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/ImageShape.h"
+
+namespace ringtrain {
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+
+  virtual std::size_t size() const = 0;
+  virtual ImageShape shape() const = 0;
+  virtual int classes() const = 0;
+  virtual int label(std::size_t i) const = 0;
+  // Writes sample i, normalised, as float (C, H, W) to dst (shape().numel() floats).
+  virtual void get(std::size_t i, float* dst) const = 0;
+  // Human-readable class names (may be "0".."K-1" when the format has none).
+  virtual std::vector<std::string> class_names() const = 0;
+};
+
+struct DatasetConfig {
+  std::string name = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | svhn | synthetic
+  std::string data_dir;                // empty: the dataset's default directory
+  bool augment = false;                // random crop (pad 4) + horizontal flip, train only
+  std::uint64_t seed = 0;
+  // synthetic only
+  ImageShape synthetic_shape{1, 28, 28};
+  int synthetic_classes = 10;
+  std::size_t synthetic_train = 1024;
+  std::size_t synthetic_test = 256;
+};
+
+struct DatasetSplits {
+  std::unique_ptr<Dataset> train;
+  std::unique_ptr<Dataset> test;
+};
+
+// Loads the named dataset. Throws std::invalid_argument for an unknown name and
+// std::runtime_error naming the file and the expectation for missing or bad files.
+DatasetSplits load_dataset(const DatasetConfig& config);
+
+// The datasets load_dataset knows, for --help and error messages.
+std::vector<std::string> dataset_names();
+
+// Fills a batch: dst is (indices.size(), C, H, W) float, labels one int32 per sample.
+// With augment_key != 0 and a dataset built with augment = true, sample i gets the
+// random crop/flip derived from (augment_key, i), so a batch is reproducible anywhere.
+void load_batch(const Dataset& dataset, std::span<const std::size_t> indices, float* dst,
+                std::int32_t* labels, std::uint64_t augment_key = 0);
+
+}  // namespace ringtrain

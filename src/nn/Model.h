@@ -1,0 +1,94 @@
+// A CNN as a sequence of oneDNN layers over one flat parameter buffer and one flat
+// gradient buffer (64-byte aligned), laid out in reverse layer order so the gradients
+// backward finishes first form the first contiguous bucket (design.md §4).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/ImageShape.h"
+#include "nn/ParamInfo.h"
+
+namespace ringtrain {
+
+enum class Phase { kTrain, kEval };
+
+// Sums over the batch, so ranks can add them exactly.
+struct LossResult {
+  double loss_sum = 0.0;     // sum of per-sample cross-entropy losses
+  std::int64_t correct = 0;  // samples whose arg-max logit equals the label
+  std::int64_t count = 0;    // samples in the batch
+};
+
+// Called during backward when grads()[offset, offset + count) are final.
+using GradReadyFn = std::function<void(std::size_t offset, std::size_t count)>;
+
+class Layer;
+
+class Model {
+ public:
+  // Builds the zoo model `name` for the input shape and class count. Throws
+  // std::invalid_argument for an unknown name or a shape the model cannot take.
+  Model(const std::string& name, ImageShape input, int classes);
+  ~Model();
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+
+  // Deterministic initialisation from seed (Kaiming for ReLU layers, zero biases,
+  // BatchNorm gamma 1 beta 0, running mean 0 var 1).
+  void init(std::uint64_t seed);
+
+  const std::string& name() const noexcept;
+  ImageShape input_shape() const noexcept;
+  int classes() const noexcept;
+
+  // Flat buffers. params/grads have num_params() floats; buffers() holds non-trained
+  // state (BatchNorm running statistics), averaged across ranks before eval/checkpoints.
+  std::span<float> params() noexcept;
+  std::span<float> grads() noexcept;
+  std::span<float> buffers() noexcept;
+  std::span<const float> params() const noexcept;
+  std::span<const float> buffers() const noexcept;
+  std::size_t num_params() const noexcept;
+
+  // Parameter tensors in buffer order (reverse layer order).
+  const std::vector<ParamInfo>& param_infos() const noexcept;
+
+  // Layer kinds and shapes, one line per layer: what checkpoints and the cross-rank
+  // configuration check compare.
+  std::string signature() const;
+
+  // Multiply-adds x 2 for one forward pass of one image.
+  double flops_per_image() const;
+
+  // src: (n, C, H, W) float; labels: n ints in [0, classes). Runs the layers and the
+  // softmax cross-entropy. noise_seed drives dropout (train phase only).
+  LossResult forward(const float* src, const std::int32_t* labels, int n, Phase phase,
+                     std::uint64_t noise_seed = 0);
+
+  // Backward of the last train-phase forward: overwrites grads() with the gradient of the
+  // mean loss over that batch. on_ready, if set, is called as parameter ranges finish.
+  void backward(const GradReadyFn& on_ready = {});
+
+  // Logits of the last forward: (n, classes).
+  std::span<const float> logits() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct ZooEntry {
+  std::string name;
+  std::string description;
+};
+
+// The models Model can build, in display order.
+const std::vector<ZooEntry>& model_zoo();
+
+}  // namespace ringtrain
