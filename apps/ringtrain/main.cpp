@@ -1,6 +1,90 @@
-// ringtrain command-line entry point (placeholder until the trainer lands).
+// ringtrain: the command line. Parses into config structs and calls src/; errors end every
+// rank (MPI_Abort) or, when every rank raised the same error, exit cleanly on all of them.
+// Exit codes: 0 ok, 1 runtime error, 2 usage.
 #include <cstdio>
-int main() {
-  std::puts("ringtrain: not built yet");
-  return 1;
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "Commands.h"
+#include "collectives/MpiEnvironment.h"
+#include "train/Trainer.h"
+
+namespace {
+
+int g_rank = -1;
+
+void print_error(const std::string& message) {
+  if (g_rank >= 0) {
+    fmt::print(stderr, "ringtrain: [rank {}] error: {}\n", g_rank, message);
+  } else {
+    fmt::print(stderr, "ringtrain: error: {}\n", message);
+  }
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ringtrain;
+  CLI::App app{"ringtrain: data-parallel CNN training with a ring all-reduce over MPI, on oneDNN", "ringtrain"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("ringtrain ") + RINGTRAIN_VERSION);
+  Commands commands(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "ringtrain: usage error: {}\nRun 'ringtrain --help' or 'ringtrain <command> --help'.\n",
+               e.what());
+    return 2;
+  }
+
+  if (!commands.needs_mpi()) {
+    try {
+      return commands.run_local();
+    } catch (const std::invalid_argument& e) {
+      print_error(e.what());
+      return 2;
+    } catch (const std::exception& e) {
+      print_error(e.what());
+      return 1;
+    }
+  }
+
+  // Commands that may run under mpirun.
+  std::unique_ptr<MpiEnvironment> env;
+  try {
+    env = std::make_unique<MpiEnvironment>(argc, argv);
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return 1;
+  }
+  int code = 0;
+  try {
+    auto comm = env->world();
+    g_rank = comm->rank();
+    code = commands.run_distributed(*comm);
+  } catch (const CollectiveError& e) {
+    // Every rank raised it at the same point: report everywhere, leave together.
+    print_error(e.what());
+    code = 1;
+  } catch (const std::invalid_argument& e) {
+    print_error(e.what());
+    MpiEnvironment::abort(2);
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    MpiEnvironment::abort(1);
+  }
+  env.reset();
+  return code;
 }

@@ -1,0 +1,225 @@
+// Subcommand definitions. Defaults live in the config structs; --help shows them.
+#include "Commands.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "datasets/Dataset.h"
+#include "datasets/DatasetReport.h"
+#include "nn/Model.h"
+#include "train/Evaluate.h"
+#include "train/Trace.h"
+#include "train/Trainer.h"
+
+namespace ringtrain {
+namespace {
+
+ImageShape parse_shape(const std::string& text, const char* flag) {
+  int c = 0, h = 0, w = 0;
+  char extra = 0;
+  if (std::sscanf(text.c_str(), "%dx%dx%d%c", &c, &h, &w, &extra) != 3 || c <= 0 || h <= 0 || w <= 0) {
+    throw std::invalid_argument(fmt::format("{} expects CxHxW with positive sizes, e.g. 3x32x32 (got '{}')", flag, text));
+  }
+  return {c, h, w};
+}
+
+std::vector<double> parse_list(const std::string& text, const char* flag) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      std::size_t used = 0;
+      out.push_back(std::stod(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw std::invalid_argument(fmt::format("{} expects comma-separated numbers, e.g. 10,20 (got '{}')", flag, text));
+    }
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : "|") + n;
+  return out;
+}
+
+}  // namespace
+
+Commands::Commands(CLI::App& app) {
+  add_train(app);
+  add_eval(app);
+  add_local(app);
+}
+
+void Commands::add_data_options(CLI::App& sub, DatasetConfig& data, std::string& synthetic_shape) {
+  sub.add_option("--dataset", data.name, "Dataset: " + joined(dataset_names()))->capture_default_str();
+  sub.add_option("--data-dir", data.data_dir,
+                 "Directory holding the dataset's files (default for fashion-mnist: "
+                 "/usr/share/datasets/fashion-mnist)");
+  sub.add_option("--synthetic-shape", synthetic_shape, "Synthetic data: sample shape CxHxW")->capture_default_str();
+  sub.add_option("--synthetic-classes", data.synthetic_classes, "Synthetic data: classes")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000));
+  sub.add_option("--synthetic-train", data.synthetic_train, "Synthetic data: training samples")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--synthetic-test", data.synthetic_test, "Synthetic data: test samples")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
+DatasetConfig Commands::resolve_data(DatasetConfig data, const std::string& synthetic_shape) {
+  data.synthetic_shape = parse_shape(synthetic_shape, "--synthetic-shape");
+  return data;
+}
+
+void Commands::add_train(CLI::App& app) {
+  TrainConfig& c = train_config_;
+  c.schedule.base_lr = 0.01;
+  auto* t = app.add_subcommand("train", "Train a model (run under mpirun -np N for N data-parallel ranks)");
+  train_ = t;
+  t->add_option("--model", c.model, "Model: logreg|mlp|lenet5|svhn-cnn|alexnet|vgg11 (see 'ringtrain models')")
+      ->capture_default_str();
+  add_data_options(*t, c.data, synthetic_shape_);
+  t->add_flag("--augment", c.data.augment, "Random crop (pad 4) and horizontal flip of training images");
+  t->add_option("--epochs", c.epochs, "Epochs")->capture_default_str();
+  t->add_option("--max-steps", c.max_steps, "Stop after this many optimizer steps (0: no limit)")
+      ->capture_default_str();
+  t->add_option("--target-accuracy", c.target_accuracy,
+                "Evaluate every epoch and stop once test accuracy >= this, reporting the time (0: off)")
+      ->capture_default_str();
+  t->add_option("--batch-size", c.batch_size, "Batch size per rank")->capture_default_str();
+  t->add_option("--global-batch-size", c.global_batch_size,
+                "Global batch size, divided over the ranks (overrides --batch-size; must divide)");
+  t->add_option("--eval-batch-size", c.eval_batch_size, "Evaluation batch per rank (0: max(batch, 256))")
+      ->capture_default_str();
+  t->add_option("--accumulate", c.accumulate, "Micro-batches whose gradients are summed before one all-reduce")
+      ->capture_default_str();
+  t->add_option("--optimizer", c.optimizer.name, "sgd|adam|adamw|lars")->capture_default_str();
+  t->add_option("--lr", c.schedule.base_lr, "Learning rate (before --lr-scaling)")->capture_default_str();
+  t->add_option("--momentum", c.optimizer.momentum, "Momentum (sgd, lars)")->capture_default_str();
+  t->add_flag("--nesterov", c.optimizer.nesterov, "Nesterov momentum (sgd)");
+  t->add_option("--weight-decay", c.optimizer.weight_decay, "Weight decay")->capture_default_str();
+  t->add_option("--beta1", c.optimizer.beta1, "Adam beta1")->capture_default_str();
+  t->add_option("--beta2", c.optimizer.beta2, "Adam beta2")->capture_default_str();
+  t->add_option("--eps", c.optimizer.eps, "Adam epsilon")->capture_default_str();
+  t->add_option("--lars-eta", c.optimizer.lars_eta, "LARS trust coefficient")->capture_default_str();
+  t->add_option("--lr-schedule", c.schedule.name, "constant|step|multistep|cosine")->capture_default_str();
+  t->add_option("--lr-gamma", c.schedule.gamma, "step/multistep: factor at each boundary")->capture_default_str();
+  t->add_option("--lr-step-epochs", c.schedule.step_epochs, "step: epochs between decays")->capture_default_str();
+  t->add_option("--lr-milestones", milestones_, "multistep: epochs where lr *= gamma, e.g. 10,20");
+  t->add_option("--lr-min", c.schedule.min_lr, "cosine: final learning rate")->capture_default_str();
+  t->add_option("--warmup-epochs", c.schedule.warmup_epochs, "Linear warmup epochs before the schedule")
+      ->capture_default_str();
+  t->add_option("--lr-scaling", c.lr_scaling,
+                "none|linear: linear scales lr by global batch / --lr-base-batch (Goyal et al. 2017)")
+      ->capture_default_str();
+  t->add_option("--lr-base-batch", c.lr_base_batch, "linear scaling: the batch --lr is for (0: --batch-size)")
+      ->capture_default_str();
+  t->add_option("--seed", c.seed, "Seed of initialisation, shuffling, augmentation, dropout")->capture_default_str();
+  t->add_option("--allreduce", c.allreduce, "Gradient all-reduce: ring|mpi|ps|rd|auto")->capture_default_str();
+  t->add_option("--bucket-mb", c.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
+  t->add_option("--eval-every", c.eval_every, "Evaluate every N epochs (0: only at the end)")->capture_default_str();
+  t->add_option("--log-every", c.log_every, "Steps per timing record in rank-<r>.jsonl")->capture_default_str();
+  t->add_option("--run-dir", c.run_dir, "Run directory (default: runs/<time>-<model>-np<N>)");
+  t->add_flag("--quiet", c.quiet, "No console output but errors");
+  t->add_option("--checkpoint-dir", c.checkpoint_dir, "Checkpoint directory (default: <run-dir>/checkpoints)");
+  t->add_option("--checkpoint-every", c.checkpoint_every, "Checkpoint every N epochs (0: off)")
+      ->capture_default_str();
+  t->add_option("--checkpoint-every-steps", c.checkpoint_every_steps, "Checkpoint every N steps (0: off)")
+      ->capture_default_str();
+  t->add_option("--keep-checkpoints", c.keep_checkpoints, "Keep the newest K checkpoints (0: all)")
+      ->capture_default_str();
+  t->add_option("--resume", c.resume, "Resume from a checkpoint file, or 'auto': the newest in --checkpoint-dir");
+}
+
+void Commands::add_eval(CLI::App& app) {
+  auto* e = app.add_subcommand("eval", "Evaluate a checkpoint on a test set (under mpirun: sharded, exact)");
+  eval_ = e;
+  e->add_option("--checkpoint", eval_checkpoint_, "Checkpoint file")->required();
+  add_data_options(*e, eval_data_, eval_synthetic_shape_);
+  e->add_option("--batch-size", eval_batch_, "Batch size per rank")->capture_default_str()->check(CLI::PositiveNumber);
+}
+
+void Commands::add_local(CLI::App& app) {
+  models_ = app.add_subcommand("models", "List the model zoo with parameter counts and FLOPs per image");
+  models_->add_option("--input", models_shape_, "Input shape CxHxW (default: each model's usual dataset shape)");
+
+  datasets_ = app.add_subcommand("datasets", "Describe a dataset: counts, shape, class histogram, mean/std");
+  add_data_options(*datasets_, datasets_data_, datasets_synthetic_shape_);
+
+  inspect_ = app.add_subcommand("inspect", "Validate a checkpoint and print its header");
+  inspect_->add_option("checkpoint", inspect_path_, "Checkpoint file")->required();
+
+  trace_ = app.add_subcommand("trace", "Merge a run's rank logs into one Chrome trace (trace.json)");
+  trace_->add_option("run_dir", trace_dir_, "Run directory")->required();
+  trace_->add_option("-o,--output", trace_out_, "Output file (default: <run_dir>/trace.json)");
+}
+
+bool Commands::needs_mpi() const { return train_->parsed() || eval_->parsed(); }
+
+int Commands::run_local() {
+  if (models_->parsed()) {
+    fmt::print("{:<10} {:>10} {:>14} {:>12}  {}\n", "model", "input", "params", "MFLOP/image", "description");
+    for (const auto& entry : model_zoo()) {
+      ImageShape shape{3, 32, 32};
+      if (entry.name == "logreg" || entry.name == "lenet5") shape = {1, 28, 28};
+      if (!models_shape_.empty()) shape = parse_shape(models_shape_, "--input");
+      Model model(entry.name, shape, 10);
+      fmt::print("{:<10} {:>10} {:>14} {:>12.2f}  {}\n", entry.name, shape.str(), model.num_params(),
+                 model.flops_per_image() / 1e6, entry.description);
+    }
+    return 0;
+  }
+  if (datasets_->parsed()) {
+    const DatasetSplits splits = load_dataset(resolve_data(datasets_data_, datasets_synthetic_shape_));
+    fmt::print("{}", format_dataset_report("train", describe_dataset(*splits.train)));
+    fmt::print("{}", format_dataset_report("test", describe_dataset(*splits.test)));
+    return 0;
+  }
+  if (inspect_->parsed()) {
+    fmt::print("{}\n", describe_checkpoint(inspect_path_).dump(2));
+    return 0;
+  }
+  if (trace_->parsed()) {
+    const auto [path, events] = write_trace(trace_dir_, trace_out_);
+    fmt::print("wrote {} ({} events): open it in https://ui.perfetto.dev or chrome://tracing\n", path.string(), events);
+    return 0;
+  }
+  return 2;
+}
+
+int Commands::run_distributed(Communicator& comm) {
+  if (train_->parsed()) {
+    TrainConfig config = train_config_;
+    config.data = resolve_data(config.data, synthetic_shape_);
+    if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
+    config.schedule.total_epochs = config.epochs;
+    Trainer trainer(config, comm);
+    const TrainResult r = trainer.run();
+    if (comm.rank() == 0 && !config.quiet) {
+      fmt::print("done: {} epochs, {} steps, {:.1f}s, test accuracy {:.4f}, test loss {:.4f}{}; run dir {}\n",
+                 r.epochs_completed, r.steps, r.wall_s, r.final_test_accuracy, r.final_test_loss,
+                 r.time_to_target_s ? fmt::format(", reached {} at {:.1f}s", config.target_accuracy, *r.time_to_target_s)
+                                    : std::string(),
+                 r.run_dir.string());
+    }
+    return 0;
+  }
+  if (eval_->parsed()) {
+    const EvalResult r = evaluate_checkpoint(comm, eval_checkpoint_, resolve_data(eval_data_, eval_synthetic_shape_),
+                                             eval_batch_);
+    if (comm.rank() == 0) {
+      fmt::print("{}: model {}, {} test samples, loss {:.4f}, accuracy {:.4f}\n", eval_checkpoint_, r.model,
+                 r.samples, r.loss, r.accuracy);
+    }
+    return 0;
+  }
+  return 2;
+}
+
+}  // namespace ringtrain

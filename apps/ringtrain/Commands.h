@@ -1,0 +1,51 @@
+// The ringtrain subcommands: their flags (bound into config structs) and their actions.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "collectives/Communicator.h"
+#include "train/TrainConfig.h"
+
+namespace ringtrain {
+
+class Commands {
+ public:
+  explicit Commands(CLI::App& app);
+
+  // train and eval run under mpirun; models, datasets, inspect and trace are local.
+  bool needs_mpi() const;
+  int run_local();
+  int run_distributed(Communicator& comm);
+
+ private:
+  void add_train(CLI::App& app);
+  void add_eval(CLI::App& app);
+  void add_local(CLI::App& app);
+  void add_data_options(CLI::App& sub, DatasetConfig& data, std::string& synthetic_shape);
+  static DatasetConfig resolve_data(DatasetConfig data, const std::string& synthetic_shape);
+
+  CLI::App* train_ = nullptr;
+  CLI::App* eval_ = nullptr;
+  CLI::App* models_ = nullptr;
+  CLI::App* datasets_ = nullptr;
+  CLI::App* inspect_ = nullptr;
+  CLI::App* trace_ = nullptr;
+
+  TrainConfig train_config_;
+  std::string synthetic_shape_ = "1x28x28";
+  std::string milestones_;
+
+  DatasetConfig eval_data_;
+  std::string eval_synthetic_shape_ = "1x28x28";
+  std::string eval_checkpoint_;
+  int eval_batch_ = 256;
+
+  std::string models_shape_;
+  DatasetConfig datasets_data_;
+  std::string datasets_synthetic_shape_ = "1x28x28";
+  std::string inspect_path_;
+  std::string trace_dir_;
+  std::string trace_out_;
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,50 @@
+// The checkpoint file: a JSON metadata section and the flat buffers (parameters,
+// non-trained buffers, optimizer state), each section with its own CRC32. Writes are
+// atomic (temporary file, fsync, rename), so a crash mid-write leaves the previous
+// checkpoint intact.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "train/Json.h"
+
+namespace ringtrain {
+
+struct CheckpointData {
+  // format_version, model, signature, world_size, global_step, epoch, step_in_epoch,
+  // seed, optimizer, optimizer_steps, epoch partial sums, config, ...
+  Json meta;
+  std::vector<float> params;
+  std::vector<float> buffers;
+  std::vector<float> optimizer_state;
+};
+
+class Checkpoint {
+ public:
+  static constexpr std::uint32_t kFormatVersion = 1;
+
+  // Serialises to the on-disk byte layout.
+  static std::vector<std::byte> serialize(const CheckpointData& data);
+  // Parses and validates bytes; `source` names the file in errors. Throws
+  // std::runtime_error "<source>: <section>: <problem>".
+  static CheckpointData deserialize(std::span<const std::byte> bytes, const std::string& source);
+
+  // Atomic write: <path>.tmp, fsync, rename over path, fsync the directory. Returns bytes.
+  static std::size_t write(const std::filesystem::path& path, std::span<const std::byte> bytes);
+  // Reads the whole file (throws naming the path if missing or unreadable).
+  static std::vector<std::byte> read_file(const std::filesystem::path& path);
+
+  // The newest checkpoint in dir (by global step in the name), or empty if none.
+  static std::filesystem::path latest_in(const std::filesystem::path& dir);
+  // ckpt-<global_step, 9 digits>.rtck
+  static std::string file_name(std::int64_t global_step);
+  // Deletes all but the newest `keep` checkpoints in dir (keep 0: none deleted).
+  static void prune(const std::filesystem::path& dir, int keep);
+};
+
+}  // namespace ringtrain

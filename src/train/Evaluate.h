@@ -1,0 +1,32 @@
+// Evaluation of a checkpoint (ringtrain eval) and its description (ringtrain inspect).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "collectives/Communicator.h"
+#include "datasets/Dataset.h"
+#include "train/Json.h"
+
+namespace ringtrain {
+
+struct EvalResult {
+  double loss = 0.0;
+  double accuracy = 0.0;
+  std::size_t samples = 0;
+  std::string model;
+};
+
+// Builds the checkpoint's model, loads it (rank 0 reads, broadcast) and evaluates it on the
+// test split of `data` (each rank a disjoint shard; the sums are exact). Throws
+// CollectiveError for a bad checkpoint or one of another model than the data's shape needs.
+EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint, const DatasetConfig& data,
+                               int batch_size);
+
+// The checkpoint's metadata plus its section sizes, after full validation.
+Json describe_checkpoint(const std::filesystem::path& checkpoint);
+
+// The dataset configuration a checkpoint was trained with (its config section).
+DatasetConfig dataset_config_of(const Json& meta);
+
+}  // namespace ringtrain

@@ -1,0 +1,102 @@
+// Validation and JSON form of TrainConfig.
+#include "train/TrainConfig.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace ringtrain {
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw std::invalid_argument(message);
+}
+
+}  // namespace
+
+void TrainConfig::validate() const {
+  require(epochs >= 1, fmt::format("--epochs must be >= 1 (got {})", epochs));
+  require(max_steps >= 0, "--max-steps must be >= 0");
+  require(target_accuracy >= 0.0 && target_accuracy <= 1.0,
+          fmt::format("--target-accuracy must be in [0, 1] (got {})", target_accuracy));
+  require(batch_size >= 1, fmt::format("--batch-size must be >= 1 (got {})", batch_size));
+  require(global_batch_size >= 0, "--global-batch-size must be >= 0");
+  require(eval_batch_size >= 0, "--eval-batch-size must be >= 0");
+  require(accumulate >= 1, fmt::format("--accumulate must be >= 1 (got {})", accumulate));
+  require(schedule.base_lr > 0.0, fmt::format("--lr must be > 0 (got {})", schedule.base_lr));
+  require(lr_scaling == "none" || lr_scaling == "linear",
+          fmt::format("--lr-scaling must be none or linear (got '{}')", lr_scaling));
+  require(lr_base_batch >= 0, "--lr-base-batch must be >= 0");
+  require(bucket_mb > 0.0, fmt::format("--bucket-mb must be > 0 (got {})", bucket_mb));
+  require(eval_every >= 0, "--eval-every must be >= 0");
+  require(log_every >= 1, "--log-every must be >= 1");
+  require(checkpoint_every >= 0, "--checkpoint-every must be >= 0");
+  require(checkpoint_every_steps >= 0, "--checkpoint-every-steps must be >= 0");
+  require(keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
+}
+
+Json TrainConfig::to_json() const {
+  Json j = Json::object();
+  j.set("model", model);
+  j.set("dataset", data.name);
+  j.set("data_dir", data.data_dir);
+  j.set("augment", data.augment);
+  if (data.name == "synthetic") {
+    j.set("synthetic_shape", data.synthetic_shape.str());
+    j.set("synthetic_classes", data.synthetic_classes);
+    j.set("synthetic_train", data.synthetic_train);
+    j.set("synthetic_test", data.synthetic_test);
+  }
+  j.set("epochs", epochs);
+  j.set("max_steps", max_steps);
+  j.set("target_accuracy", target_accuracy);
+  j.set("batch_size", batch_size);
+  j.set("global_batch_size", global_batch_size);
+  j.set("eval_batch_size", eval_batch_size);
+  j.set("accumulate", accumulate);
+  j.set("optimizer", optimizer.name);
+  j.set("momentum", optimizer.momentum);
+  j.set("nesterov", optimizer.nesterov);
+  j.set("weight_decay", optimizer.weight_decay);
+  if (optimizer.name == "adam" || optimizer.name == "adamw") {
+    j.set("beta1", optimizer.beta1);
+    j.set("beta2", optimizer.beta2);
+    j.set("eps", optimizer.eps);
+  }
+  if (optimizer.name == "lars") j.set("lars_eta", optimizer.lars_eta);
+  j.set("lr", schedule.base_lr);
+  j.set("lr_schedule", schedule.name);
+  j.set("lr_gamma", schedule.gamma);
+  j.set("lr_step_epochs", schedule.step_epochs);
+  Json milestones = Json::array();
+  for (double m : schedule.milestones) milestones.push(m);
+  j.set("lr_milestones", std::move(milestones));
+  j.set("lr_min", schedule.min_lr);
+  j.set("warmup_epochs", schedule.warmup_epochs);
+  j.set("lr_scaling", lr_scaling);
+  j.set("lr_base_batch", lr_base_batch);
+  j.set("seed", seed);
+  j.set("allreduce", allreduce);
+  j.set("bucket_mb", bucket_mb);
+  j.set("eval_every", eval_every);
+  j.set("log_every", log_every);
+  j.set("checkpoint_every", checkpoint_every);
+  j.set("checkpoint_every_steps", checkpoint_every_steps);
+  j.set("keep_checkpoints", keep_checkpoints);
+  j.set("resume", resume);
+  return j;
+}
+
+std::string TrainConfig::fingerprint_text() const {
+  // Everything that changes the computation. Paths, logging and resume are per-rank
+  // matters (a node may keep its data elsewhere) and are left out.
+  Json j = to_json();
+  Json kept = Json::object();
+  for (const auto& [key, value] : j.as_object()) {
+    if (key == "data_dir" || key == "resume" || key == "log_every") continue;
+    kept.set(key, value);
+  }
+  return kept.dump();
+}
+
+}  // namespace ringtrain

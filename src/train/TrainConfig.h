@@ -1,0 +1,64 @@
+// Everything a training run is configured by, resolved from the command line. The apps
+// parse into this struct; the trainer validates it (validate()) and owns the rest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "datasets/Dataset.h"
+#include "optim/LrSchedule.h"
+#include "optim/Optimizer.h"
+#include "train/Json.h"
+
+namespace ringtrain {
+
+struct TrainConfig {
+  // What to train on.
+  std::string model = "lenet5";
+  DatasetConfig data;
+
+  // How long.
+  int epochs = 10;
+  std::int64_t max_steps = 0;        // optimizer steps; 0 = no limit
+  double target_accuracy = 0.0;      // stop when test accuracy >= this; 0 = off
+
+  // Batch and learning rate.
+  int batch_size = 64;               // per rank
+  int global_batch_size = 0;         // if > 0: batch_size = global / world (must divide)
+  int eval_batch_size = 0;           // per rank; 0 = max(batch_size, 256)
+  int accumulate = 1;                // micro-batches summed per all-reduce
+  OptimizerConfig optimizer;
+  LrScheduleConfig schedule;
+  std::string lr_scaling = "none";   // none | linear (Goyal et al. 2017)
+  int lr_base_batch = 0;             // linear: the batch the given lr is for; 0 = batch_size
+  std::uint64_t seed = 42;
+
+  // Distribution.
+  std::string allreduce = "ring";    // ring | mpi | ps | rd | auto
+  double bucket_mb = 4.0;            // gradient bucket size
+
+  // Evaluation and logging.
+  int eval_every = 1;                // epochs
+  int log_every = 1;                 // steps per rank-<r>.jsonl step record
+  std::string run_dir;               // empty: runs/<timestamp>-<model>-np<N>
+  bool quiet = false;
+
+  // Checkpoints.
+  std::string checkpoint_dir;        // empty: <run_dir>/checkpoints when checkpointing
+  int checkpoint_every = 0;          // epochs; 0 = off
+  std::int64_t checkpoint_every_steps = 0;  // optimizer steps; 0 = off
+  int keep_checkpoints = 3;          // 0 = keep all
+  std::string resume;                // "", "auto" or a checkpoint path
+
+  // Throws std::invalid_argument naming the flag for an inconsistent configuration.
+  void validate() const;
+
+  // The resolved configuration as JSON (config.json, the checkpoint's config section).
+  Json to_json() const;
+
+  // What must agree across ranks, as one canonical string (the fingerprint's input).
+  std::string fingerprint_text() const;
+};
+
+}  // namespace ringtrain

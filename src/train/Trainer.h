@@ -1,0 +1,66 @@
+// The data-parallel training loop (design.md §4): every rank holds a replica, trains on its
+// shard, averages gradients with the chosen all-reduce each step, evaluates exactly across
+// ranks, logs where its time went, and checkpoints/resumes through rank 0.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "collectives/Communicator.h"
+#include "train/TrainConfig.h"
+
+namespace ringtrain {
+
+class Model;
+
+// An error every rank raises together (a configuration mismatch, a bad checkpoint, a NaN
+// loss): the apps report it on every rank and exit without MPI_Abort.
+class CollectiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TrainResult {
+  int epochs_completed = 0;
+  std::int64_t steps = 0;
+  double final_train_loss = 0.0;
+  double final_test_loss = 0.0;
+  double final_test_accuracy = 0.0;
+  double wall_s = 0.0;
+  std::optional<double> time_to_target_s;
+  std::string stopped_by;  // epochs | max_steps | target_accuracy | signal
+  std::filesystem::path run_dir;
+  std::filesystem::path last_checkpoint;
+};
+
+class Trainer {
+ public:
+  Trainer(TrainConfig config, Communicator& comm);
+  ~Trainer();
+
+  TrainResult run();
+
+  // The model after run() (tests compare parameters across runs).
+  const Model& model() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// SIGTERM / SIGINT: finish the current step, write a checkpoint, stop. Ranks agree on the
+// stop at the next step, so all stop at the same step.
+void install_stop_signal_handlers();
+// Also usable without a signal (tests).
+void request_stop() noexcept;
+bool stop_requested() noexcept;
+void clear_stop_request() noexcept;
+
+// FNV-1a 64, for configuration fingerprints.
+std::uint64_t fingerprint64(std::string_view text) noexcept;
+
+}  // namespace ringtrain
