@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <vector>
 
+#include <zlib.h>
+
 #include <fmt/format.h>
 
 #include "datasets/DistributedSampler.h"
@@ -72,6 +74,15 @@ Json describe_checkpoint(const std::filesystem::path& checkpoint) {
   sections.set("buffers_floats", ck.buffers.size());
   sections.set("optimizer_floats", ck.optimizer_state.size());
   sections.set("file_bytes", bytes.size());
+  // A fingerprint of the parameters alone: two checkpoints of the same state compare equal
+  // here even though their metadata (wall time) differs.
+  const auto param_bytes = std::as_bytes(std::span(ck.params));
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (std::size_t pos = 0; pos < param_bytes.size(); pos += 1u << 30) {
+    const std::size_t n = std::min<std::size_t>(param_bytes.size() - pos, 1u << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(param_bytes.data() + pos), static_cast<uInt>(n));
+  }
+  sections.set("params_crc32", static_cast<std::uint64_t>(crc));
   j.set("sections", std::move(sections));
   return j;
 }

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# End-to-end checks of `ringtrain` under mpirun: run directory contents, the merged trace,
+# SIGTERM + resume bit-identical to an uninterrupted run, a SIGKILLed rank never hangs the
+# job, and every bad input (config mismatch, corrupt or foreign checkpoint, NaN loss,
+# usage errors) gives its one-line error on every rank and a non-zero exit.
+# Usage: cli_test.sh <ringtrain binary> <case>
+set -uo pipefail
+
+bin=$1
+case_name=$2
+py=/usr/bin/python3
+work=$(mktemp -d /tmp/ringtrain_cli_test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+mpi=(mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+data=(--dataset synthetic --synthetic-shape 1x28x28 --synthetic-train 512 --synthetic-test 200 --model lenet5
+      --batch-size 16 --lr 0.02 --quiet)
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_fail() {  # expect_fail <log> <expected exit: nonzero|2> <pattern> <ranks>
+  local log=$1 want=$2 pattern=$3 ranks=$4 code=$5
+  if [[ $want == 2 && $code -ne 2 ]]; then cat "$log" >&2; fail "expected exit 2, got $code"; fi
+  if [[ $code -eq 0 ]]; then cat "$log" >&2; fail "expected a non-zero exit"; fi
+  for ((r = 0; r < ranks; r++)); do
+    grep -q "ringtrain: \[rank $r\] error: .*$pattern" "$log" || { cat "$log" >&2; fail "rank $r did not report '$pattern'"; }
+  done
+}
+params_crc() { "$bin" inspect "$1" | $py -c 'import json,sys; print(json.load(sys.stdin)["sections"]["params_crc32"])'; }
+
+case $case_name in
+run_dir)
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 2 --run-dir "$work/run" --checkpoint-every 1 \
+    || fail "training failed"
+  for f in config.json metrics.csv rank-0.jsonl rank-1.jsonl summary.json checkpoints/ckpt-000000032.rtck; do
+    [[ -s $work/run/$f ]] || fail "missing $f"
+  done
+  "$bin" trace "$work/run" >/dev/null || fail "trace failed"
+  $py - "$work/run" <<'PY' || fail "run directory contents"
+import csv, json, sys, pathlib
+d = pathlib.Path(sys.argv[1])
+cfg = json.loads((d / "config.json").read_text())
+for k in ("model", "world_size", "hosts", "threads_per_rank", "versions", "batch_size", "global_batch_size"):
+    assert k in cfg, k
+assert cfg["world_size"] == 2 and len(cfg["hosts"]) == 2 and cfg["global_batch_size"] == 32
+assert "mpi" in cfg["versions"] and "onednn" in cfg["versions"]
+rows = list(csv.DictReader(open(d / "metrics.csv")))
+assert [int(r["epoch"]) for r in rows] == [1, 2], rows
+assert all(0.0 <= float(r["test_accuracy"]) <= 1.0 for r in rows)
+for r in (0, 1):
+    recs = [json.loads(l) for l in open(d / f"rank-{r}.jsonl")]
+    steps = [x for x in recs if x["type"] == "step"]
+    assert sum(x["steps"] for x in steps) == 32, len(steps)
+    for k in ("data_s", "forward_s", "backward_s", "allreduce_s", "wait_s", "optimizer_s", "checkpoint_s",
+              "bytes_sent", "bytes_received"):
+        assert all(k in x for x in steps), k
+    assert steps[-1]["bytes_sent"] > 0
+s = json.loads((d / "summary.json").read_text())
+assert s["steps"] == 32 and s["epochs_completed"] == 2 and len(s["ranks"]) == 2
+for rk in s["ranks"]:
+    for k in ("wall_s", "phases_s", "images_per_s", "peak_rss_mb", "mean_cpu_percent", "mb_sent", "mb_received"):
+        assert k in rk, k
+    assert rk["peak_rss_mb"] > 0 and rk["mb_sent"] > 0
+t = json.loads((d / "trace.json").read_text())
+names = {e["name"] for e in t["traceEvents"]}
+assert {"forward", "backward", "all-reduce"} <= names, names
+assert {e["pid"] for e in t["traceEvents"]} == {0, 1}
+PY
+  ;;
+resume_sigterm)
+  # Uninterrupted reference: 3 epochs, checkpoint at the end.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 4096 --epochs 3 --checkpoint-every 3 \
+    --run-dir "$work/ref" || fail "reference run failed"
+  ref=$(ls "$work/ref/checkpoints"/ckpt-*.rtck | tail -1)
+  # Interrupted: SIGTERM to the ranks mid-run, then resume until the end.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 4096 --epochs 3 --checkpoint-every 3 \
+    --run-dir "$work/cut" > "$work/cut.log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 100); do
+    sleep 0.2
+    [[ $(grep -c '"type":"step"' "$work/cut/rank-0.jsonl" 2>/dev/null || echo 0) -ge 40 ]] && break
+  done
+  pkill -TERM -f "$bin train.*$work/cut" || fail "no rank to signal"
+  wait $launcher || { cat "$work/cut.log" >&2; fail "the signalled run did not exit cleanly"; }
+  cut_ckpt=$(ls "$work/cut/checkpoints"/ckpt-*.rtck | tail -1)
+  [[ -n $cut_ckpt ]] || fail "no checkpoint written on SIGTERM"
+  [[ $cut_ckpt != "$work/cut/checkpoints/$(basename "$ref")" ]] || fail "the run finished before the signal"
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 4096 --epochs 3 --checkpoint-every 3 \
+    --run-dir "$work/cut" --resume auto || fail "resume failed"
+  final=$(ls "$work/cut/checkpoints"/ckpt-*.rtck | tail -1)
+  [[ $(basename "$final") == $(basename "$ref") ]] || fail "resumed run ended at $final, reference at $ref"
+  [[ $(params_crc "$final") == $(params_crc "$ref") ]] || fail "resumed parameters differ from the uninterrupted run"
+  ;;
+sigkill)
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 8192 --epochs 50 --checkpoint-every-steps 20 \
+    --run-dir "$work/k" > "$work/k.log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 150); do
+    sleep 0.2
+    ls "$work/k/checkpoints"/ckpt-*.rtck >/dev/null 2>&1 && break
+  done
+  pid=$(pgrep -f "$bin train.*$work/k" | tail -1)
+  [[ -n $pid ]] || fail "no rank to kill"
+  kill -KILL "$pid"
+  start=$(date +%s)
+  while kill -0 $launcher 2>/dev/null; do
+    sleep 0.5
+    (( $(date +%s) - start > 30 )) && { pkill -KILL -f "$work/k"; fail "mpirun still running 30 s after SIGKILL"; }
+  done
+  wait $launcher && fail "mpirun exited 0 after a rank was killed"
+  last=$(ls "$work/k/checkpoints"/ckpt-*.rtck | tail -1)
+  "$bin" inspect "$last" > /dev/null || fail "the last checkpoint does not load"
+  "${mpi[@]}" -np 1 "$bin" eval --checkpoint "$last" --dataset synthetic --synthetic-shape 1x28x28 \
+    --synthetic-train 8192 --synthetic-test 200 | grep -q "accuracy" || fail "eval of the last checkpoint failed"
+  ;;
+config_mismatch)
+  mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -np 1 "$bin" train "${data[@]}" --epochs 1 --lr 0.1 \
+    --run-dir "$work/m" : -np 1 "$bin" train "${data[@]}" --epochs 1 --lr 0.2 --run-dir "$work/m" > "$work/log" 2>&1
+  expect_fail "$work/log" nonzero "rank(s) 1 disagree with rank 0" 2 $?
+  ;;
+corrupt_checkpoint)
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --checkpoint-every 1 --run-dir "$work/c" || fail "training failed"
+  ck=$(ls "$work/c/checkpoints"/ckpt-*.rtck | tail -1)
+  cp "$ck" "$work/flipped.rtck"
+  size=$(stat -c %s "$ck")
+  printf '\xff' | dd of="$work/flipped.rtck" bs=1 seek=$((size - 100)) conv=notrunc status=none
+  cp "$work/flipped.rtck" "$work/flipped.orig"
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 2 --resume "$work/flipped.rtck" --run-dir "$work/c2" > "$work/log" 2>&1
+  expect_fail "$work/log" nonzero "flipped.rtck: optimizer: CRC32 mismatch" 2 $?
+  cmp -s "$work/flipped.rtck" "$work/flipped.orig" || fail "the corrupt checkpoint was modified"
+  head -c $((size / 2)) "$ck" > "$work/truncated.rtck"
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 2 --resume "$work/truncated.rtck" --run-dir "$work/c3" > "$work/log" 2>&1
+  expect_fail "$work/log" nonzero "truncated.rtck: .*truncated" 2 $?
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --model logreg --epochs 2 --resume "$ck" --run-dir "$work/c4" > "$work/log" 2>&1
+  expect_fail "$work/log" nonzero "checkpoint is of model 'lenet5'" 2 $?
+  "$bin" inspect "$work/flipped.rtck" > "$work/log" 2>&1
+  code=$?
+  [[ $code -eq 1 ]] && grep -q "CRC32 mismatch" "$work/log" || fail "inspect of a corrupt checkpoint: exit $code"
+  ;;
+nan)
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 3 --lr 1e30 --run-dir "$work/n" > "$work/log" 2>&1
+  expect_fail "$work/log" nonzero "loss became (NaN|Inf) at step [0-9]+" 2 $?
+  ;;
+usage)
+  "$bin" train --epochs -3 > "$work/log" 2>&1; code=$?
+  [[ $code -eq 2 ]] || fail "--epochs -3: exit $code, expected 2"
+  "$bin" train --no-such-flag > "$work/log" 2>&1; code=$?
+  [[ $code -eq 2 ]] && grep -q "no-such-flag" "$work/log" || fail "unknown flag: exit $code"
+  "$bin" train --model resnet999 --dataset synthetic --quiet > "$work/log" 2>&1; code=$?
+  [[ $code -eq 2 ]] && grep -q "resnet999" "$work/log" || { cat "$work/log"; fail "unknown model: exit $code"; }
+  "$bin" train --data-dir /nonexistent/data > "$work/log" 2>&1; code=$?
+  [[ $code -ne 0 ]] && grep -q "/nonexistent/data" "$work/log" || { cat "$work/log"; fail "missing data: exit $code"; }
+  "${mpi[@]}" -np 3 "$bin" train "${data[@]}" --global-batch-size 32 > "$work/log" 2>&1; code=$?
+  [[ $code -ne 0 ]] && grep -q "not divisible by the 3 ranks" "$work/log" || { cat "$work/log"; fail "global batch: exit $code"; }
+  "$bin" --help | grep -q "train" || fail "--help"
+  "$bin" train --help | grep -q -- "--allreduce" || fail "train --help"
+  ;;
+*)
+  fail "unknown case $case_name"
+  ;;
+esac
+echo "PASS: $case_name"
