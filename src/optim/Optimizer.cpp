@@ -42,8 +42,8 @@ void validate_optimizer_config(const OptimizerConfig& c) {
   const std::string& n = c.name;
   const bool sgd = n == "sgd", adam = n == "adam" || n == "adamw", lars = n == "lars";
   if (!sgd && !adam && !lars) {
-    throw std::invalid_argument(fmt::format(
-        "unknown optimizer \"{}\" (expected one of: {})", n, fmt::join(Optimizer::known_names(), ", ")));
+    throw std::invalid_argument(fmt::format("unknown optimizer \"{}\" (expected one of: {})", n,
+                                            fmt::join(Optimizer::known_names(), ", ")));
   }
   require_nonnegative(n, "weight_decay", c.weight_decay);
   if (sgd || lars) require_range(n, "momentum", c.momentum, 0.0, 1.0, false);

@@ -61,7 +61,10 @@ TEST_CASE("lars without decay is invariant to the gradient's scale", "[optim][la
   Optimizer::create(lars_config(0.0, 0.0, 0.001), layout, 19)->step(p_small, g, 0.5);
   Optimizer::create(lars_config(0.0, 0.0, 0.001), layout, 19)->step(p_big, g_big, 0.5);
   double w_norm = 0, g_norm = 0;
-  for (std::size_t i = 0; i < 19; ++i) w_norm += p0[i] * double(p0[i]), g_norm += g[i] * double(g[i]);
+  for (std::size_t i = 0; i < 19; ++i) {
+    w_norm += p0[i] * double(p0[i]);
+    g_norm += g[i] * double(g[i]);
+  }
   const double scale = 0.5 * 0.001 * std::sqrt(w_norm) / std::sqrt(g_norm);
   std::vector<double> want(19);
   for (std::size_t i = 0; i < 19; ++i) want[i] = p0[i] - scale * g[i];
@@ -76,7 +79,10 @@ void lars_reference(std::vector<double>& p, std::vector<double>& v, const std::v
   for (const ParamInfo& t : layout) {
     const bool weight = t.kind == ParamKind::kWeight;
     double wn = 0, gn = 0;
-    for (std::size_t i = t.offset; i < t.offset + t.count; ++i) wn += p[i] * p[i], gn += double(g[i]) * g[i];
+    for (std::size_t i = t.offset; i < t.offset + t.count; ++i) {
+      wn += p[i] * p[i];
+      gn += double(g[i]) * g[i];
+    }
     wn = std::sqrt(wn), gn = std::sqrt(gn);
     const double trust = weight && wn > 0 && gn > 0 ? eta * wn / (gn + wd * wn) : 1.0;
     const double decay = weight ? wd : 0.0;
