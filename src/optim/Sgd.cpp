@@ -1,0 +1,58 @@
+// SGD update loops; one branch-free loop per (first step, nesterov) case so each vectorises.
+#include "optim/Sgd.h"
+
+namespace ringtrain {
+namespace {
+
+// p, g, buf: n floats of one segment. keep = 1 - dampening.
+template <bool kFirst, bool kNesterov>
+void sgd_momentum(float* __restrict p, const float* __restrict g, float* __restrict buf,
+                  std::size_t n, float lr, float wd, float momentum, float keep) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float d = g[i] + wd * p[i];
+    const float b = kFirst ? d : momentum * buf[i] + keep * d;
+    buf[i] = b;
+    p[i] -= lr * (kNesterov ? d + momentum * b : b);
+  }
+}
+
+void sgd_plain(float* __restrict p, const float* __restrict g, std::size_t n, float lr,
+               float wd) {
+  for (std::size_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+}
+
+}  // namespace
+
+Sgd::Sgd(const OptimizerConfig& config, std::span<const ParamInfo> params,
+         std::size_t num_params)
+    : momentum_(static_cast<float>(config.momentum)),
+      dampening_(static_cast<float>(config.dampening)),
+      weight_decay_(static_cast<float>(config.weight_decay)),
+      nesterov_(config.nesterov),
+      num_params_(num_params),
+      segments_(param_segments(params, num_params, !config.decay_biases, true)),
+      momentum_buf_(config.momentum > 0 ? num_params : 0, 0.0f) {}
+
+void Sgd::step(std::span<float> params, std::span<const float> grads, double lr) {
+  check_step_args("sgd", params.size(), grads.size(), num_params_, lr);
+  const float lr_f = static_cast<float>(lr);
+  const float keep = 1.0f - dampening_;
+  const bool first = steps_ == 0;
+  for (const ParamSegment& s : segments_) {
+    float* p = params.data() + s.offset;
+    const float* g = grads.data() + s.offset;
+    const float wd = s.flag ? weight_decay_ : 0.0f;
+    if (momentum_buf_.empty()) {
+      sgd_plain(p, g, s.count, lr_f, wd);
+      continue;
+    }
+    float* buf = momentum_buf_.data() + s.offset;
+    if (first && nesterov_) sgd_momentum<true, true>(p, g, buf, s.count, lr_f, wd, momentum_, keep);
+    else if (first) sgd_momentum<true, false>(p, g, buf, s.count, lr_f, wd, momentum_, keep);
+    else if (nesterov_) sgd_momentum<false, true>(p, g, buf, s.count, lr_f, wd, momentum_, keep);
+    else sgd_momentum<false, false>(p, g, buf, s.count, lr_f, wd, momentum_, keep);
+  }
+  ++steps_;
+}
+
+}  // namespace ringtrain
