@@ -20,13 +20,6 @@ std::uint32_t big_endian(const unsigned char* p) {
   return std::uint32_t{p[0]} << 24 | std::uint32_t{p[1]} << 16 | std::uint32_t{p[2]} << 8 | std::uint32_t{p[3]};
 }
 
-void read_header(ByteReader& in, unsigned char* header, std::size_t n, const char* what) {
-  if (in.size() < n)
-    throw std::runtime_error(fmt::format("{}: too short for an IDX {} header ({} bytes needed, {})", in.path(), what, n,
-                                         in.size_origin()));
-  in.read(header, n);
-}
-
 void check_magic(const ByteReader& in, std::uint32_t magic, std::uint32_t expected, const char* what) {
   if (magic != expected)
     throw std::runtime_error(fmt::format("{}: wrong magic number 0x{:08x}, expected 0x{:08x} (IDX {}){}", in.path(), magic,
@@ -36,13 +29,25 @@ void check_magic(const ByteReader& in, std::uint32_t magic, std::uint32_t expect
                                                                  : ""));
 }
 
+// Reads the magic first, so a file of the wrong kind is named as such even when it is
+// shorter than the header expected; then the rest of the header.
+void read_header(ByteReader& in, unsigned char* header, std::size_t n, std::uint32_t expected, const char* what) {
+  if (in.size() >= 4) {
+    in.read(header, 4);
+    check_magic(in, big_endian(header), expected, what);
+  }
+  if (in.size() < n)
+    throw std::runtime_error(fmt::format("{}: too short for an IDX {} header ({} bytes needed, {})", in.path(), what, n,
+                                         in.size_origin()));
+  in.read(header + 4, n - 4);
+}
+
 }  // namespace
 
 IdxImages read_idx_images(const std::string& path) {
   ByteReader in(path);
   unsigned char header[16];
-  read_header(in, header, sizeof header, "images");
-  check_magic(in, big_endian(header), kImagesMagic, "images");
+  read_header(in, header, sizeof header, kImagesMagic, "images");
   const std::uint32_t count = big_endian(header + 4), rows = big_endian(header + 8), cols = big_endian(header + 12);
   if (count == 0 || rows == 0 || cols == 0 || rows > kMaxSide || cols > kMaxSide)
     throw std::runtime_error(fmt::format("{}: implausible IDX image dimensions {} x {} x {}", path, count, rows, cols));
@@ -64,8 +69,7 @@ IdxImages read_idx_images(const std::string& path) {
 std::vector<std::uint8_t> read_idx_labels(const std::string& path, int classes) {
   ByteReader in(path);
   unsigned char header[8];
-  read_header(in, header, sizeof header, "labels");
-  check_magic(in, big_endian(header), kLabelsMagic, "labels");
+  read_header(in, header, sizeof header, kLabelsMagic, "labels");
   const std::uint32_t count = big_endian(header + 4);
   if (count == 0) throw std::runtime_error(fmt::format("{}: IDX labels file holds no labels", path));
   const std::uint64_t expected = 8 + std::uint64_t{count};
@@ -115,11 +119,15 @@ std::unique_ptr<ImageDataset> load_idx_split(const std::string& images_path, con
 }
 
 DatasetSplits load_idx_dataset(const std::string& dir, std::vector<std::string> class_names) {
+  // Looked up in this order (not as call arguments, whose order is unspecified) so the
+  // first missing file reported is the first one a user would check.
+  const std::string train_images = find_idx_file(dir, "train-images-idx3-ubyte");
+  const std::string train_labels = find_idx_file(dir, "train-labels-idx1-ubyte");
+  const std::string test_images = find_idx_file(dir, "t10k-images-idx3-ubyte");
+  const std::string test_labels = find_idx_file(dir, "t10k-labels-idx1-ubyte");
   DatasetSplits splits;
-  splits.train = load_idx_split(find_idx_file(dir, "train-images-idx3-ubyte"), find_idx_file(dir, "train-labels-idx1-ubyte"),
-                                class_names);
-  splits.test = load_idx_split(find_idx_file(dir, "t10k-images-idx3-ubyte"), find_idx_file(dir, "t10k-labels-idx1-ubyte"),
-                               std::move(class_names));
+  splits.train = load_idx_split(train_images, train_labels, class_names);
+  splits.test = load_idx_split(test_images, test_labels, std::move(class_names));
   if (splits.train->shape() != splits.test->shape())
     throw std::runtime_error(fmt::format("{}: train images are {} but test images are {}", dir, splits.train->shape().str(),
                                          splits.test->shape().str()));
