@@ -32,6 +32,12 @@ struct DatasetConfig {
   std::string data_dir;                // empty: the dataset's default directory
   bool augment = false;                // random crop (pad 4) + horizontal flip, train only
   std::uint64_t seed = 0;
+  // Per-channel normalisation (x/255 - mean) / std. Empty: computed from the training
+  // split (one integer pass over its uint8 pixels) and applied to both splits. Given
+  // values are in [0, 1] pixel units, one per channel (or one for all channels).
+  std::vector<float> norm_mean;
+  std::vector<float> norm_std;
+  bool normalize = true;  // false: x/255 only
   // synthetic only
   ImageShape synthetic_shape{1, 28, 28};
   int synthetic_classes = 10;
