@@ -46,6 +46,9 @@ def main():
                          model=a.model, dataset=a.dataset, max_steps=a.max_steps)
     fail = os.environ.get("FAKE_RINGTRAIN_FAIL_BATCH")
     if fail and int(fail) == a.batch_size:
+        # Dies half-way through epoch 1: a torn rank log, no config/metrics/summary.
+        recs = plan.rank_records[rank]
+        plan.rank_records[rank] = recs[:len(recs) // (2 * plan.epochs)]
         fake_run.write_rank(plan, a.run_dir, rank)
         if rank == 0:
             print(f"ringtrain: [rank {rank}] error: simulated out-of-memory at batch "
