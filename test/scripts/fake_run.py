@@ -95,7 +95,7 @@ class Plan:
                              "bytes_sent": sent, "bytes_received": recv,
                              "loss": round(loss, 5), "images": self.batch})
                 while t >= next_sample:
-                    rss = min(rss + 2.0, 60.0 + 0.12 * self.batch + 20.0)
+                    rss = min(rss + 2.0, 60.0 + 0.12 * self.batch + (28.0 if r == 0 else 20.0))
                     peak = max(peak, rss)
                     dt = next_sample - last_t
                     mbps = (sent - last_sent) / 1e6 / dt if dt > 0 else 0.0
