@@ -185,10 +185,12 @@ def write_report(sweep_dir, rows, plots, path):
             out += [s, ""]
     if plots:
         out += ["## Plots", ""]
+        titles = {"batch_size": "Accuracy and time against batch size",
+                  "ranks": "Accuracy and time against the number of ranks",
+                  "convergence": "Accuracy per epoch and against time, per run"}
         for kind, p in plots.items():
             rel = os.path.relpath(p, sweep_dir)
-            what = "batch size" if kind == "batch_size" else "number of ranks"
-            out += [f"![Accuracy and time against {what}]({rel})", ""]
+            out += [f"![{titles.get(kind, kind)}]({rel})", ""]
     out += ["Per-run plots and tables: `scripts/plot/run_report.py <run dir>`.", ""]
     with open(path, "w") as f:
         f.write("\n".join(out))
@@ -209,8 +211,8 @@ def main():
         return 1
     csv_path = os.path.join(a.sweep_dir, "results.csv")
     write_csv(rows, csv_path)
-    plots = {} if a.no_plots else plot_sweep.plot_sweep(rows, os.path.join(a.sweep_dir,
-                                                                            "plots"))
+    plots = {} if a.no_plots else plot_sweep.plot_sweep(
+        rows, os.path.join(a.sweep_dir, "plots"), a.sweep_dir)
     md_path = os.path.join(a.sweep_dir, "report.md")
     write_report(a.sweep_dir, rows, plots, md_path)
     print(csv_path)

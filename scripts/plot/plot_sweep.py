@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Plots a sweep directory: test accuracy and training time against batch size and against
 the number of ranks, one line per combination of the other grid parameters (mean over
-repeats, the error bars one standard deviation).
+repeats, the error bars one standard deviation), and each run's accuracy per epoch and
+against wall time (convergence, time to accuracy).
 
 usage: plot_sweep.py SWEEP_DIR [--out DIR]   (default DIR: SWEEP_DIR/plots)
 """
@@ -13,9 +14,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rundata  # noqa: E402
 import sweepdata  # noqa: E402
 
 DPI = 110
@@ -98,7 +100,62 @@ def plot_against(rows, x_key, x_label, out_path, title):
     return out_path
 
 
-def plot_sweep(rows, out_dir):
+MAX_CURVES = 12
+
+
+def plot_convergence(rows, sweep_dir, out_path):
+    """Test accuracy per epoch and against wall time, one line per run (first repeat):
+    convergence rate and time to accuracy. None with < 2 such runs or too many to read."""
+    ok = [r for r in rows if r.get("status") == "ok" and (r.get("repeat") or 1) == 1]
+    if len(ok) < 2 or len(ok) > MAX_CURVES:
+        return None
+    others = sweepdata.varying(ok, exclude=("repeat",))
+    scaling = ok[0].get("scaling") or "weak"
+    batch_word = "global" if scaling == "strong" else "per rank"
+    fig, (ax_e, ax_t) = plt.subplots(1, 2, figsize=(11, 4.8), sharey=True)
+    drawn = 0
+    for i, r in enumerate(ok):
+        series = rundata.Run(os.path.join(sweep_dir, r["name"])).epoch_series()
+        pts = [(m.get("epoch"), m.get("elapsed_s"), m.get("test_accuracy")) for m in series]
+        pts = [p for p in pts if p[0] is not None and p[2] is not None]
+        if not pts:
+            continue
+        label = _series_label(r, others, batch_word) if others else r["name"]
+        color = plt.get_cmap("tab10")(i % 10)
+        ls = "-" if i < 10 else "--"
+        m = MARKERS[i % len(MARKERS)]
+        ax_e.plot([p[0] for p in pts], [100 * p[2] for p in pts], m + ls, color=color,
+                  lw=1.8, ms=5, label=label)
+        timed = [p for p in pts if p[1] is not None]
+        if timed:
+            ax_t.plot([p[1] for p in timed], [100 * p[2] for p in timed], m + ls,
+                      color=color, lw=1.8, ms=5)
+        drawn += 1
+    if drawn < 2:
+        plt.close(fig)
+        return None
+    ax_e.set_xlabel("epoch")
+    ax_e.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_e.set_ylabel("test accuracy (%)")
+    ax_e.set_title("Accuracy per epoch (convergence rate)")
+    ax_t.set_xlabel("wall time since training start (s)")
+    ax_t.set_title("Accuracy against time (time to accuracy)")
+    ax_t.set_xlim(left=0)
+    for ax in (ax_e, ax_t):
+        ax.grid(alpha=0.3)
+    handles, labels = ax_e.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(handles)), fontsize=9,
+               frameon=False)
+    rows_of_legend = (len(handles) + 3) // 4
+    fig.suptitle(f"Convergence of each run\n{ok[0].get('model') or ''} on "
+                 f"{ok[0].get('dataset') or ''}, {scaling} scaling")
+    fig.tight_layout(rect=(0, 0.05 + 0.04 * rows_of_legend, 1, 1))
+    fig.savefig(out_path, dpi=DPI)
+    plt.close(fig)
+    return out_path
+
+
+def plot_sweep(rows, out_dir, sweep_dir=None):
     os.makedirs(out_dir, exist_ok=True)
     made = {}
     p = plot_against(rows, "batch_size", "batch size",
@@ -110,6 +167,10 @@ def plot_sweep(rows, out_dir):
                      "Accuracy and time against the number of ranks")
     if p:
         made["ranks"] = p
+    if sweep_dir:
+        p = plot_convergence(rows, sweep_dir, os.path.join(out_dir, "convergence.png"))
+        if p:
+            made["convergence"] = p
     return made
 
 
@@ -122,7 +183,7 @@ def main():
         print(f"plot_sweep.py: error: '{a.sweep_dir}' is not a directory", file=sys.stderr)
         return 2
     rows = sweepdata.load_sweep(a.sweep_dir)
-    made = plot_sweep(rows, a.out or os.path.join(a.sweep_dir, "plots"))
+    made = plot_sweep(rows, a.out or os.path.join(a.sweep_dir, "plots"), a.sweep_dir)
     for path in made.values():
         print(path)
     if not made:

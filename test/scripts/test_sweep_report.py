@@ -162,11 +162,12 @@ def main():
                    "| Batch size |", "| Time (s) | Loss | Accuracy (%) | Peak memory (MB) | CPU (%) |",
                    "MB sent per rank", "MB received per rank", "All-reduce (% of time)",
                    "of which waiting (%)", failed, "std::bad_alloc",
-                   "(plots/vs_batch_size.png)", "(plots/vs_ranks.png)"]:
+                   "(plots/vs_batch_size.png)", "(plots/vs_ranks.png)",
+                   "(plots/convergence.png)"]:
         check(needle in md, f"report.md lacks {needle!r}")
     # Repeats are averaged: the (64, 2) row shows a mean ± sd.
     check("±" in md, "report.md should show the spread of the repeated combination")
-    for png in ("vs_batch_size.png", "vs_ranks.png"):
+    for png in ("vs_batch_size.png", "vs_ranks.png", "convergence.png"):
         check(png_ok(os.path.join(sweep, "plots", png)), f"{png} is not a valid PNG")
 
     # An empty directory is an error, not an empty report.
