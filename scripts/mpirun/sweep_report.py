@@ -123,7 +123,8 @@ def section_checkpoint(ok):
     for g in groups:
         pairs.setdefault(tuple(g.get(k) for k in keys), {})[g["checkpoint"]] = g
     body = []
-    for key, p in sorted(pairs.items(), key=lambda kv: str(kv[0])):
+    for key, p in sorted(pairs.items(),
+                         key=lambda kv: tuple(sweepdata._sort_key(v) for v in kv[0])):
         if "on" not in p or "off" not in p:
             continue
         on, off = p["on"].get("wall_s"), p["off"].get("wall_s")

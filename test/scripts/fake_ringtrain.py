@@ -43,7 +43,8 @@ def main():
                                 "omp": os.environ.get("OMP_NUM_THREADS")}) + "\n")
     plan = fake_run.Plan(ranks=size, epochs=a.epochs, batch_size=a.batch_size,
                          allreduce=a.allreduce, checkpoint=a.checkpoint_every is not None,
-                         model=a.model, dataset=a.dataset, max_steps=a.max_steps)
+                         model=a.model, dataset=a.dataset, max_steps=a.max_steps,
+                         seed=os.path.basename(os.path.normpath(a.run_dir)))
     fail = os.environ.get("FAKE_RINGTRAIN_FAIL_BATCH")
     if fail and int(fail) == a.batch_size:
         # Dies half-way through epoch 1: a torn rank log, no config/metrics/summary.
