@@ -196,10 +196,13 @@ def plot_phases(run, out_dir):
               for r in ranks]
     bottoms = [0.0] * len(ranks)
     breakdowns = [phase_breakdown(r) for r in ranks]
+    wait_logged = any((r.get("phases_s") or {}).get("wait") is not None for r in ranks)
     for key, label, color in PHASE_STYLE:
+        if key == "allreduce_net" and not wait_logged:
+            label = "all-reduce (incl. any waiting)"
         vals = [b[key] for b in breakdowns]
-        if not any(v > 0 for v in vals):
-            continue
+        if not any(v > 0.002 * max(r.get("wall_s") or 0.0, 1e-9) for v, r in zip(vals, ranks)):
+            continue  # invisible at this scale: keep it out of the legend too
         ax.bar(labels, vals, bottom=bottoms, color=color, edgecolor="#555555", lw=0.5,
                label=label, width=0.6)
         for i, (b, v) in enumerate(zip(bottoms, vals)):
