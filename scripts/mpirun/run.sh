@@ -83,13 +83,15 @@ while [[ $# -gt 0 ]]; do
       need_value "$@"; is_posint "$2" || die_usage "--threads wants a positive integer, got '$2'"
       threads=$2; shift 2 ;;
     --cores-per-node)
-      need_value "$@"; is_posint "$2" || die_usage "--cores-per-node wants a positive integer, got '$2'"
+      need_value "$@"
+      is_posint "$2" || die_usage "--cores-per-node wants a positive integer, got '$2'"
       cores=$2; shift 2 ;;
     --no-bind)
       bind=0; shift ;;
     --env)
       need_value "$@"
-      [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*(=.*)?$ ]] || die_usage "--env wants NAME or NAME=VALUE, got '$2'"
+      [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*(=.*)?$ ]] ||
+        die_usage "--env wants NAME or NAME=VALUE, got '$2'"
       env_names+=("$2"); shift 2 ;;
     --mca)
       [[ $# -ge 3 && -n $2 ]] || die_usage "--mca needs NAME and VALUE"
@@ -108,7 +110,7 @@ while [[ $# -gt 0 ]]; do
     --)
       shift; break ;;
     -*)
-      die_usage "unknown option '$1' (ringtrain's own options go after the subcommand or after --)" ;;
+      die_usage "unknown option '$1' (ringtrain's options go after the subcommand or after --)" ;;
     *)
       break ;;
   esac
@@ -203,7 +205,8 @@ if ((dry_run)); then
 fi
 
 if [[ ! -x $bin ]]; then
-  echo "$prog: error: ringtrain binary '$bin' not found or not executable (build it with scripts/build.sh, or pass --bin)" >&2
+  echo "$prog: error: ringtrain binary '$bin' not found or not executable" \
+    "(build it with scripts/build.sh, or pass --bin)" >&2
   exit 1
 fi
 if ((${#root_env[@]})); then

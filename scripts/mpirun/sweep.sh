@@ -11,7 +11,6 @@ set -euo pipefail
 
 prog=sweep.sh
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/../.." && pwd)
 
 usage() {
   cat <<'EOF'
@@ -119,7 +118,8 @@ while [[ $# -gt 0 ]]; do
     --dataset) [[ $# -ge 2 && -n $2 ]] || die_usage "$1 needs a value"; dataset=$2; shift 2 ;;
     --epochs) [[ $# -ge 2 && $2 =~ $posint ]] || die_usage "--epochs wants a positive integer"
       epochs=$2; shift 2 ;;
-    --checkpoint-every) [[ $# -ge 2 && $2 =~ $posint ]] || die_usage "--checkpoint-every wants a positive integer"
+    --checkpoint-every) [[ $# -ge 2 && $2 =~ $posint ]] ||
+        die_usage "--checkpoint-every wants a positive integer"
       ckpt_every=$2; shift 2 ;;
     --hostfile) [[ $# -ge 2 && -n $2 ]] || die_usage "$1 needs a value"
       hostfile=$2; launch_opts+=(--hostfile "$2"); shift 2 ;;
@@ -159,19 +159,23 @@ for algo in "${algos[@]}"; do
         else
           ((ppn > np)) && eff_ppn=$np  # more slots per node than ranks: same placement
           if [[ -z $hostfile ]] && ((eff_ppn < np)); then
-            echo "$prog: note: skipping np=$np ppn=$ppn (needs --hostfile with $(((np + eff_ppn - 1) / eff_ppn)) nodes)" >&2
+            echo "$prog: note: skipping np=$np ppn=$ppn" \
+              "(needs --hostfile with $(((np + eff_ppn - 1) / eff_ppn)) nodes)" >&2
             continue
           fi
         fi
         for b in "${batch_sizes[@]}"; do
           if [[ $scaling == strong ]]; then
-            ((b % np == 0)) || die_usage "strong scaling: global batch $b is not divisible by $np ranks"
+            ((b % np == 0)) ||
+              die_usage "strong scaling: global batch $b is not divisible by $np ranks"
             per_rank=$((b / np)); prefix=gb
           else
             per_rank=$b; prefix=b
           fi
           for ((rep = 1; rep <= repeats; rep++)); do
-            name="$prefix$b-np$np-ppn${eff_ppn:-$([[ -z $hostfile ]] && echo "$np" || echo auto)}-$algo-ckpt$ckpt-r$rep"
+            name_ppn=${eff_ppn:-auto}
+            [[ -z $eff_ppn && -z $hostfile ]] && name_ppn=$np  # every rank on this host
+            name="$prefix$b-np$np-ppn$name_ppn-$algo-ckpt$ckpt-r$rep"
             [[ -z ${seen[$name]:-} ]] || continue
             seen[$name]=1
             names+=("$name")
@@ -277,7 +281,8 @@ for i in "${!names[@]}"; do
   if [[ $status != ok ]]; then
     failures=$((failures + 1))
     echo "[$((i + 1))/$total] $name: $status (exit $rc, ${wall} s); log: $run_dir/launch.log" >&2
-    { grep -iE 'error|exception' "$run_dir/launch.log" | tail -n 3 || tail -n 5 "$run_dir/launch.log"; } |
+    { grep -iE 'error|exception' "$run_dir/launch.log" | tail -n 3 ||
+      tail -n 5 "$run_dir/launch.log"; } |
       sed 's/^/    /' >&2
   else
     echo "[$((i + 1))/$total] $name: ok (${wall} s)"

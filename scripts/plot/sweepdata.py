@@ -80,7 +80,8 @@ def load_row(run_dir):
     row = {
         "name": rec.get("name") or run.name,
         "model": cfg.get("model") or s.get("model") or rec.get("model"),
-        "dataset": cfg.get("dataset") or rec.get("dataset"), "scaling": scaling, "batch_size": batch,
+        "dataset": cfg.get("dataset") or rec.get("dataset"), "scaling": scaling,
+        "batch_size": batch,
         "per_rank_batch": per_rank, "global_batch": global_b, "ranks": ranks, "ppn": ppn,
         "nodes": nodes, "allreduce": rec.get("allreduce") or cfg.get("allreduce"),
         "checkpoint": ckpt, "repeat": rec.get("repeat") or 1, "status": status,

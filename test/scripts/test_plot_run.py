@@ -64,7 +64,8 @@ def main():
     # Each rank's phase row: all-reduce excludes the wait, shares of the rank's wall time.
     for r in s["ranks"]:
         ph = r["phases_s"]
-        cell = f"{ph['allreduce'] - ph['wait']:.2f} ({100 * (ph['allreduce'] - ph['wait']) / r['wall_s']:.0f}%)"
+        net = ph["allreduce"] - ph["wait"]
+        cell = f"{net:.2f} ({100 * net / r['wall_s']:.0f}%)"
         check(cell in md, f"rank {r['rank']}: all-reduce excl. wait cell {cell!r} missing")
     for n in names:
         check(png_ok(os.path.join(full, "plots", n)), f"report's {n} missing")

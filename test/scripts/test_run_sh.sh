@@ -93,6 +93,7 @@ expect_exit 1 -np 1 --bin "$tmp/no-such-binary" train
 expect_exit 0 --help
 
 # 7. A real launch: every rank sees the OMP_NUM_THREADS run.sh chose.
+# shellcheck disable=SC2016  # expanded by the rank's shell, not this one
 out=$("$run" -np 2 --threads 1 --bin /bin/sh -- -c 'echo "omp=$OMP_NUM_THREADS"' 2>&1)
 rc=$?
 [[ $rc -eq 0 ]] || fail "real launch exited $rc: $out"
@@ -101,11 +102,13 @@ n=$(grep -c '^omp=1$' <<<"$out")
 
 # 8. slurm.sbatch: OMP_NUM_THREADS and the launch line follow the allocation.
 sbatch=$here/../../scripts/mpirun/slurm.sbatch
-line=$(env DRY_RUN=1 RINGTRAIN_REPO="$here/../.." TMPDIR="$tmp" SLURM_JOB_ID=7 SLURM_JOB_NUM_NODES=2 \
+line=$(env DRY_RUN=1 RINGTRAIN_REPO="$here/../.." TMPDIR="$tmp" SLURM_JOB_ID=7 \
+  SLURM_JOB_NUM_NODES=2 \
   SLURM_NTASKS_PER_NODE='2(x2)' SLURM_CPUS_PER_TASK=4 RUN_DIR="$tmp/run" bash "$sbatch" | tail -1)
 expect_has "$line" "OMP_NUM_THREADS=4 srun --mpi=pmix --ntasks=4 --ntasks-per-node=2" \
   "--cpus-per-task=4" "train --model lenet5" "--run-dir $tmp/run"
-line=$(env DRY_RUN=1 LAUNCHER=mpirun RINGTRAIN_REPO="$here/../.." TMPDIR="$tmp" SLURM_JOB_ID=7 SLURM_JOB_NUM_NODES=1 \
+line=$(env DRY_RUN=1 LAUNCHER=mpirun RINGTRAIN_REPO="$here/../.." TMPDIR="$tmp" SLURM_JOB_ID=7 \
+  SLURM_JOB_NUM_NODES=1 \
   SLURM_NTASKS_PER_NODE=2 SLURM_CPUS_PER_TASK=3 SLURM_CPUS_ON_NODE=6 RUN_DIR="$tmp/run" \
   bash "$sbatch" train --model vgg11 | tail -1)
 expect_has "$line" "-np 2 --hostfile $tmp/ringtrain-hosts-7 --map-by ppr:2:node:PE=3" \

@@ -36,7 +36,9 @@ for b in 8 16; do
   for np in 1 2; do
     d=$out/b$b-np$np-ppn$np-ring-ckptoff-r1
     [[ -f $d/summary.json ]] || fail "$d: no summary.json"
-    n=$(ls "$d"/rank-*.jsonl 2>/dev/null | wc -l)
+    logs=("$d"/rank-*.jsonl)
+    n=0
+    [[ -e ${logs[0]} ]] && n=${#logs[@]}
     [[ $n -eq $np ]] || fail "$d: $n rank logs, expected $np"
   done
 done

@@ -27,15 +27,18 @@ for name in b32-np1-ppn1-ring-ckptoff-r1 b32-np2-ppn2-ring-ckptoff-r1; do
 done
 [[ -f $out/b32-np2-ppn2-ring-ckptoff-r1/rank-1.jsonl ]] || fail "np2 run lacks rank-1.jsonl"
 for name in b64-np1-ppn1-ring-ckptoff-r1 b64-np2-ppn2-ring-ckptoff-r1; do
-  grep -q '"status": "failed"' "$out/$name/sweep-run.json" 2>/dev/null || fail "$name: not recorded as failed"
+  grep -q '"status": "failed"' "$out/$name/sweep-run.json" 2>/dev/null ||
+    fail "$name: not recorded as failed"
   grep -q '"exit_code": 1' "$out/$name/sweep-run.json" 2>/dev/null || fail "$name: exit code"
-  grep -q 'simulated out-of-memory' "$out/$name/launch.log" 2>/dev/null || fail "$name: log lacks the error"
+  grep -q 'simulated out-of-memory' "$out/$name/launch.log" 2>/dev/null ||
+    fail "$name: log lacks the error"
 done
 # The failure at np=1 did not stop the np=2 runs after it (the order is np, then batch).
 grep -q 'b32-np2-ppn2-ring-ckptoff-r1: ok' "$tmp/log1" || fail "the sweep stopped after a failure"
 # The extra train flags and the per-rank batch reached the trainer.
 grep -q '"--max-steps", "7"' "$tmp/args.jsonl" || fail "pass-through train flags lost"
-[[ $(grep -c . "$tmp/args.jsonl") -eq 4 ]] || fail "expected 4 launches, got $(grep -c . "$tmp/args.jsonl")"
+launches=$(grep -c . "$tmp/args.jsonl")
+[[ $launches -eq 4 ]] || fail "expected 4 launches, got $launches"
 
 csv=$out/results.csv
 [[ -f $csv && -f $out/report.md ]] || fail "no results.csv / report.md"
@@ -58,14 +61,15 @@ rc=$?
 [[ $(grep -c 'done, skipped' "$tmp/log2") -eq 2 ]] || fail "expected 2 skipped runs"
 [[ $(grep -c . "$tmp/args.jsonl") -eq 2 ]] || fail "expected 2 new launches"
 [[ $(grep -c ',ok,0,' "$csv") -eq 4 ]] || fail "all 4 runs ok after the re-run"
-ls "$out/.attempts" 2>/dev/null | grep -q '^b64-np1-ppn1-ring-ckptoff-r1\.' ||
-  fail "the failed attempt should be kept under .attempts"
+attempts=("$out"/.attempts/b64-np1-ppn1-ring-ckptoff-r1.*)
+[[ -e ${attempts[0]} ]] || fail "the failed attempt should be kept under .attempts"
 
 # 3. Strong scaling: per-rank batch = global / np; a remainder is refused before any run.
 : >"$tmp/args.jsonl"
 "$sweep" --scaling strong --batch-sizes 64 --ranks 2 --epochs 1 --bin "$fake" \
   --out "$tmp/strong" --no-report >/dev/null 2>&1 || fail "strong sweep failed"
-grep -q '"--batch-size", "32"' "$tmp/args.jsonl" || fail "strong scaling: per-rank batch should be 32"
+grep -q '"--batch-size", "32"' "$tmp/args.jsonl" ||
+  fail "strong scaling: per-rank batch should be 32"
 [[ -f $tmp/strong/gb64-np2-ppn2-ring-ckptoff-r1/summary.json ]] || fail "strong run dir name"
 "$sweep" --scaling strong --batch-sizes 64 --ranks 3 --bin "$fake" --out "$tmp/bad" >/dev/null 2>&1
 [[ $? -eq 2 ]] || fail "64 over 3 ranks must be refused with exit 2"

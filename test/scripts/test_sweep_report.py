@@ -134,7 +134,8 @@ def main():
                  for k in range(plan.ranks)) / plan.ranks
         wt = sum(plan.rank_totals[k]["phases_s"]["wait"] / plan.rank_totals[k]["wall_s"]
                  for k in range(plan.ranks)) / plan.ranks
-        check(close(r["allreduce_share"], ar, 1e-2), f"{name}: allreduce share {r['allreduce_share']} vs {ar}")
+        check(close(r["allreduce_share"], ar, 1e-2),
+              f"{name}: allreduce share {r['allreduce_share']} vs {ar}")
         check(close(r["wait_share"], wt, 1e-2), f"{name}: wait share {r['wait_share']} vs {wt}")
         check(close(r["images_per_s"], s["images_per_s"]), f"{name}: images/s")
         check(r["error_message"] == "", f"{name}: error message on a good run")
@@ -159,7 +160,8 @@ def main():
     with open(os.path.join(sweep, "report.md")) as fh:
         md = fh.read()
     for needle in ["| Ranks |", "Time on each rank (s)", "| Accuracy (%) | Error (%) |",
-                   "| Batch size |", "| Time (s) | Loss | Accuracy (%) | Peak memory (MB) | CPU (%) |",
+                   "| Batch size |",
+                   "| Time (s) | Loss | Accuracy (%) | Peak memory (MB) | CPU (%) |",
                    "MB sent per rank", "MB received per rank", "All-reduce (% of time)",
                    "of which waiting (%)", failed, "std::bad_alloc",
                    "(plots/vs_batch_size.png)", "(plots/vs_ranks.png)",
