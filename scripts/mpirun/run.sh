@@ -144,6 +144,17 @@ if ((ppn * nodes < np)); then
   die_usage "-np $np does not fit on $nodes node(s) x --ppn $ppn"
 fi
 ranks_per_node=$((ppn < np ? ppn : np))
+if [[ -n $hostfile ]]; then
+  # mpirun refuses a node whose slots= is below the ranks placed on it; say so up front.
+  min_slots=$(sed -e 's/#.*//' "$hostfile" |
+    awk 'NF { for (i = 2; i <= NF; i++) if ($i ~ /^slots=/) { split($i, a, "="); print a[2] } }' |
+    sort -n | head -n 1)
+  if [[ -n $min_slots ]] && ((min_slots < ranks_per_node)) &&
+    [[ " ${extra[*]} " != *" --oversubscribe "* ]]; then
+    echo "$prog: warning: hostfile '$hostfile' gives a node slots=$min_slots < $ranks_per_node" \
+      "ranks per node; mpirun will refuse unless you add --mpirun-arg --oversubscribe" >&2
+  fi
+fi
 
 if [[ -z $threads ]]; then
   threads=$((cores / ranks_per_node))

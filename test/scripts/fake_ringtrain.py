@@ -4,13 +4,15 @@
 Each rank writes its rank-<r>.jsonl, rank 0 the rest (fake_run.py's cost model). It parses
 the flags sweep.sh passes and fails on purpose (exit 1, message on stderr, no summary.json)
 when FAKE_RINGTRAIN_FAIL_BATCH names the per-rank batch size, so tests can check that a
-sweep records the failure and goes on. FAKE_RINGTRAIN_ARGS_LOG, if set, gets each rank-0
+sweep records the failure and goes on; FAKE_RINGTRAIN_SLEEP=S sleeps S seconds first (a
+hung run). FAKE_RINGTRAIN_ARGS_LOG, if set, gets each rank-0
 argument vector appended as one JSON line.
 """
 import argparse
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_run  # noqa: E402
@@ -45,6 +47,8 @@ def main():
                          allreduce=a.allreduce, checkpoint=a.checkpoint_every is not None,
                          model=a.model, dataset=a.dataset, max_steps=a.max_steps,
                          seed=os.path.basename(os.path.normpath(a.run_dir)))
+    if os.environ.get("FAKE_RINGTRAIN_SLEEP"):
+        time.sleep(float(os.environ["FAKE_RINGTRAIN_SLEEP"]))  # a hung run, for --timeout
     fail = os.environ.get("FAKE_RINGTRAIN_FAIL_BATCH")
     if fail and int(fail) == a.batch_size:
         # Dies half-way through epoch 1: a torn rank log, no config/metrics/summary.

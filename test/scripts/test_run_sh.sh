@@ -75,6 +75,15 @@ expect_not "$line" "--oversubscribe"
 line=$("$run" --dry-run --cores-per-node 4 -np 3 --hostfile "$tmp/hosts" train)
 expect_has "$line" "--map-by ppr:2:node:PE=2"
 
+# ... and a hostfile with fewer slots than ranks per node is flagged before mpirun refuses.
+printf 'node1 slots=1\nnode2 slots=1\n' >"$tmp/hosts1"
+"$run" --dry-run --cores-per-node 4 -np 4 --ppn 2 --hostfile "$tmp/hosts1" train \
+  >/dev/null 2>"$tmp/err"
+grep -q "slots=1 < 2 ranks per node" "$tmp/err" || fail "no warning for slots < ranks per node"
+"$run" --dry-run --cores-per-node 4 -np 2 --ppn 1 --hostfile "$tmp/hosts1" train \
+  >/dev/null 2>"$tmp/err"
+[[ ! -s $tmp/err ]] || fail "no warning expected when slots suffice: $(cat "$tmp/err")"
+
 # 6. Usage errors exit 2 with a message.
 expect_exit 2 --bogus-flag train
 expect_exit 2 -np 0 train

@@ -75,7 +75,15 @@ grep -q '"--batch-size", "32"' "$tmp/args.jsonl" ||
 [[ $? -eq 2 ]] || fail "64 over 3 ranks must be refused with exit 2"
 [[ ! -e $tmp/bad ]] || fail "a refused sweep must not create its directory"
 
-# 4. --dry-run lists the grid and runs nothing; bad options exit 2.
+# 4. --timeout: a hung run is killed and recorded as timed out.
+FAKE_RINGTRAIN_SLEEP=30 "$sweep" --timeout 1 --bin "$fake" --out "$tmp/hung" --no-report \
+  >/dev/null 2>&1
+rc=$?
+[[ $rc -eq 1 ]] || fail "a timed-out sweep exits 1, got $rc"
+grep -q '"status": "timeout"' "$tmp/hung"/*/sweep-run.json 2>/dev/null ||
+  fail "the hung run should be recorded as timeout"
+
+# 5. --dry-run lists the grid and runs nothing; bad options exit 2.
 : >"$tmp/args.jsonl"
 lst=$("$sweep" --dry-run --batch-sizes 16,32,64 --ranks 1,2 --allreduce ring,ps \
   --checkpoint on,off --bin "$fake" --out "$tmp/dry")
