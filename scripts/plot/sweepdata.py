@@ -53,13 +53,16 @@ def load_row(run_dir):
         per_rank * ranks if per_rank and ranks else None)
     scaling = rec.get("scaling") or "weak"
     batch = rec.get("batch_size") or (global_b if scaling == "strong" else per_rank)
+    # Placement: the sweep's ranks per node when it chose them (emulated nodes in network
+    # namespaces may all report the same host name), else the distinct host names.
     hosts = cfg.get("hosts") or [r.get("host") for r in s["ranks"] if r.get("host")]
-    nodes = len(set(hosts)) if hosts else None
     ppn = rec.get("ppn")
-    if ppn is None and ranks and nodes:
-        ppn = math.ceil(ranks / nodes)
-    if nodes is None and ranks and ppn:
+    if ppn and ranks:
         nodes = math.ceil(ranks / ppn)
+    else:
+        nodes = len(set(hosts)) if hosts else None
+        if ppn is None and ranks and nodes:
+            ppn = math.ceil(ranks / nodes)
     status = rec.get("status") or ("ok" if run.summary_file else "incomplete")
     ckpt = rec.get("checkpoint")
     if ckpt is None:
