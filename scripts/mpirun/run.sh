@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# Launch ringtrain under mpirun: rank placement (processes per node, cores per rank, binding),
+# the environment every rank needs, and the ringtrain command line after the launcher options.
+#
+# usage: run.sh [launcher options] [--] <ringtrain arguments...>
+#   run.sh -np 2 train --model lenet5 --dataset fashion-mnist --epochs 1 --batch-size 64
+#   run.sh -np 4 --ppn 2 --hostfile hosts --mca btl_tcp_if_include eth0 -- train ...
+# Launcher options end at `--` or at the first argument that is not one of them (the
+# ringtrain subcommand, e.g. `train`). Run with --help for the list.
+set -euo pipefail
+
+prog=run.sh
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+usage() {
+  cat <<'EOF'
+usage: run.sh [options] [--] <ringtrain arguments...>
+
+Placement
+  -np N, --np N          number of ranks (default 1)
+  --ppn P                processes (ranks) per node (default: N on the local host;
+                         1 per host line with --hostfile when N equals the host count)
+  --hostfile FILE        Open MPI hostfile; without it every rank runs on this host
+  --threads T            OMP_NUM_THREADS per rank (default: cores / ranks per node, >= 1;
+                         with --hostfile the nodes are assumed to have this host's core count)
+  --cores-per-node C     core count of each node (default: this host's, from nproc)
+  --no-bind              do not bind ranks to cores (--bind-to none)
+Environment
+  --env NAME[=VALUE]     also export NAME to every rank (repeatable)
+Pass-through to mpirun
+  --mca NAME VALUE       add `--mca NAME VALUE` (repeatable)
+  --mpirun-arg ARG       add one raw argument to mpirun (repeatable, order kept)
+  --mpirun PATH          mpirun executable (default: $MPIRUN or mpirun)
+Program
+  --bin PATH             ringtrain binary (default: $RINGTRAIN_BIN or <repo>/build/apps/ringtrain)
+  --dry-run              print the command line and exit without running it
+  -h, --help             this text
+
+Binding: with P ranks per node and T threads each, P*T <= cores gives
+  --map-by ppr:P:node:PE=T --bind-to core   (OMP_PROC_BIND=close, OMP_PLACES=cores)
+otherwise (or with --no-bind) --map-by ppr:P:node --bind-to none, and --oversubscribe
+when P exceeds the cores of a node. Exit codes: mpirun's, 2 for a usage error.
+EOF
+}
+
+die_usage() {
+  echo "$prog: error: $*" >&2
+  echo "$prog: see '$prog --help'" >&2
+  exit 2
+}
+
+is_posint() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
+
+need_value() {  # need_value FLAG REMAINING_ARGS...
+  local flag=$1
+  shift
+  [[ $# -ge 1 && -n $1 ]] || die_usage "$flag needs a value"
+}
+
+np=1
+ppn=
+hostfile=
+threads=
+cores=
+bind=1
+dry_run=0
+bin=${RINGTRAIN_BIN:-$repo/build/apps/ringtrain}
+mpirun_exe=${MPIRUN:-mpirun}
+env_names=()
+extra=()
+
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    -np | --np | -n)
+      need_value "$@"; is_posint "$2" || die_usage "$1 wants a positive integer, got '$2'"
+      np=$2; shift 2 ;;
+    --ppn)
+      need_value "$@"; is_posint "$2" || die_usage "--ppn wants a positive integer, got '$2'"
+      ppn=$2; shift 2 ;;
+    --hostfile)
+      need_value "$@"; hostfile=$2; shift 2 ;;
+    --threads)
+      need_value "$@"; is_posint "$2" || die_usage "--threads wants a positive integer, got '$2'"
+      threads=$2; shift 2 ;;
+    --cores-per-node)
+      need_value "$@"
+      is_posint "$2" || die_usage "--cores-per-node wants a positive integer, got '$2'"
+      cores=$2; shift 2 ;;
+    --no-bind)
+      bind=0; shift ;;
+    --env)
+      need_value "$@"
+      [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*(=.*)?$ ]] ||
+        die_usage "--env wants NAME or NAME=VALUE, got '$2'"
+      env_names+=("$2"); shift 2 ;;
+    --mca)
+      [[ $# -ge 3 && -n $2 ]] || die_usage "--mca needs NAME and VALUE"
+      extra+=(--mca "$2" "$3"); shift 3 ;;
+    --mpirun-arg)
+      [[ $# -ge 2 ]] || die_usage "--mpirun-arg needs a value"
+      extra+=("$2"); shift 2 ;;
+    --mpirun)
+      need_value "$@"; mpirun_exe=$2; shift 2 ;;
+    --bin)
+      need_value "$@"; bin=$2; shift 2 ;;
+    --dry-run)
+      dry_run=1; shift ;;
+    -h | --help)
+      usage; exit 0 ;;
+    --)
+      shift; break ;;
+    -*)
+      die_usage "unknown option '$1' (ringtrain's options go after the subcommand or after --)" ;;
+    *)
+      break ;;
+  esac
+done
+
+[[ $# -gt 0 ]] || die_usage "no ringtrain arguments given (e.g. 'train --model lenet5 ...')"
+
+if [[ -z $cores ]]; then
+  cores=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+fi
+
+# Nodes: the distinct hosts of the hostfile (comments and blank lines skipped), else 1.
+nodes=1
+if [[ -n $hostfile ]]; then
+  [[ -r $hostfile ]] || die_usage "hostfile '$hostfile' is not readable"
+  nodes=$(sed -e 's/#.*//' "$hostfile" | awk 'NF { print $1 }' | sort -u | wc -l)
+  [[ $nodes -ge 1 ]] || die_usage "hostfile '$hostfile' names no host"
+fi
+
+if [[ -z $ppn ]]; then
+  if [[ $nodes -eq 1 ]]; then
+    ppn=$np
+  else
+    ppn=$(((np + nodes - 1) / nodes))  # spread evenly, the last node may hold fewer
+  fi
+fi
+if [[ -z $hostfile && $ppn -lt $np ]]; then
+  die_usage "--ppn $ppn < -np $np but without --hostfile every rank runs on this host"
+fi
+if ((ppn * nodes < np)); then
+  die_usage "-np $np does not fit on $nodes node(s) x --ppn $ppn"
+fi
+ranks_per_node=$((ppn < np ? ppn : np))
+if [[ -n $hostfile ]]; then
+  # mpirun refuses a node whose slots= is below the ranks placed on it; say so up front.
+  min_slots=$(sed -e 's/#.*//' "$hostfile" |
+    awk 'NF { for (i = 2; i <= NF; i++) if ($i ~ /^slots=/) { split($i, a, "="); print a[2] } }' |
+    sort -n | head -n 1)
+  if [[ -n $min_slots ]] && ((min_slots < ranks_per_node)) &&
+    [[ " ${extra[*]} " != *" --oversubscribe "* ]]; then
+    echo "$prog: warning: hostfile '$hostfile' gives a node slots=$min_slots < $ranks_per_node" \
+      "ranks per node; mpirun will refuse unless you add --mpirun-arg --oversubscribe" >&2
+  fi
+fi
+
+if [[ -z $threads ]]; then
+  threads=$((cores / ranks_per_node))
+  ((threads >= 1)) || threads=1
+fi
+
+oversubscribed=0
+if ((ranks_per_node > cores)); then
+  oversubscribed=1
+fi
+if ((ranks_per_node * threads > cores)); then
+  bind=0  # binding would put two ranks' threads on one core or fail in mpirun
+fi
+
+cmd=("$mpirun_exe" -np "$np")
+[[ -n $hostfile ]] && cmd+=(--hostfile "$hostfile")
+if ((bind)); then
+  cmd+=(--map-by "ppr:$ppn:node:PE=$threads" --bind-to core)
+else
+  cmd+=(--map-by "ppr:$ppn:node" --bind-to none)
+fi
+((oversubscribed)) && cmd+=(--oversubscribe)
+
+# Every rank gets the same thread count; pinned OpenMP threads only make sense inside a
+# rank's own cores, so OMP_PROC_BIND/OMP_PLACES are set only when ranks are bound.
+env_assign=(OMP_NUM_THREADS="$threads")
+if ((bind)); then
+  env_assign+=(OMP_PROC_BIND=close OMP_PLACES=cores)
+fi
+for a in "${env_assign[@]}"; do
+  cmd+=(-x "$a")
+done
+for name in PATH LD_LIBRARY_PATH; do
+  [[ -n ${!name:-} ]] && cmd+=(-x "$name")
+done
+for e in "${env_names[@]}"; do
+  cmd+=(-x "$e")
+done
+cmd+=("${extra[@]}")
+cmd+=("$bin" "$@")
+
+# Open MPI refuses to start as root unless both variables are set in mpirun's environment.
+root_env=()
+if [[ $(id -u) -eq 0 ]]; then
+  root_env=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+fi
+
+if ((dry_run)); then
+  line=
+  for w in "${root_env[@]}" "${cmd[@]}"; do
+    if [[ $w =~ ^[A-Za-z0-9_./:=,@+-]+$ ]]; then
+      line+="$w "
+    else
+      line+="$(printf '%q' "$w") "
+    fi
+  done
+  echo "${line% }"
+  exit 0
+fi
+
+if [[ ! -x $bin ]]; then
+  echo "$prog: error: ringtrain binary '$bin' not found or not executable" \
+    "(build it with scripts/build.sh, or pass --bin)" >&2
+  exit 1
+fi
+if ((${#root_env[@]})); then
+  export "${root_env[@]}"
+fi
+export OMP_NUM_THREADS="$threads"
+exec "${cmd[@]}"

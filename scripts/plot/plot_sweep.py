@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""Plots a sweep directory: test accuracy and training time against batch size and against
+the number of ranks, one line per combination of the other grid parameters (mean over
+repeats, the error bars one standard deviation), and each run's accuracy per epoch and
+against wall time (convergence, time to accuracy).
+
+usage: plot_sweep.py SWEEP_DIR [--out DIR]   (default DIR: SWEEP_DIR/plots)
+"""
+import argparse
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rundata  # noqa: E402
+import sweepdata  # noqa: E402
+
+DPI = 110
+MARKERS = "osD^vP*X"
+
+
+def _series_label(g, keys, batch_word):
+    parts = []
+    for k, title in keys:
+        v = g.get(k)
+        if k == "ranks":
+            parts.append(f"{v} rank{'s' if v != 1 else ''}")
+        elif k == "batch_size":
+            parts.append(f"batch {v} ({batch_word})")
+        elif k == "ppn":
+            parts.append(f"{v}/node")
+        elif k == "checkpoint":
+            parts.append(f"checkpoint {v}")
+        else:
+            parts.append(str(v))
+    return ", ".join(parts) or "all runs"
+
+
+def plot_against(rows, x_key, x_label, out_path, title):
+    """Two panels over x_key (accuracy %, time s); None when x_key has < 2 values."""
+    ok = [r for r in rows if r.get("status") == "ok" and r.get(x_key) is not None]
+    xs_all = sorted({r[x_key] for r in ok})
+    if len(xs_all) < 2:
+        return None
+    others = sweepdata.varying(ok, exclude=(x_key, "repeat"))
+    other_keys = [k for k, _ in others]
+    groups = sweepdata.aggregate(ok, other_keys + [x_key])
+    series = {}
+    for g in groups:
+        series.setdefault(tuple(g.get(k) for k in other_keys), []).append(g)
+    scaling = ok[0].get("scaling") or "weak"
+    batch_word = "global" if scaling == "strong" else "per-rank"
+    fig, (ax_acc, ax_t) = plt.subplots(1, 2, figsize=(11, 4.6))
+    for i, (skey, pts) in enumerate(sorted(series.items(), key=lambda kv: str(kv[0]))):
+        pts.sort(key=lambda g: g[x_key])
+        x = [g[x_key] for g in pts]
+        label = _series_label(dict(zip(other_keys, skey)), others, batch_word)
+        color = plt.get_cmap("tab10")(i % 10)
+        m = MARKERS[i % len(MARKERS)]
+        acc = [None if g.get("test_accuracy") is None else 100 * g["test_accuracy"] for g in pts]
+        acc_sd = [None if g.get("test_accuracy_sd") is None else 100 * g["test_accuracy_sd"]
+                  for g in pts]
+        wall = [g.get("wall_s") for g in pts]
+        wall_sd = [g.get("wall_s_sd") for g in pts]
+        for ax, ys, sds in ((ax_acc, acc, acc_sd), (ax_t, wall, wall_sd)):
+            pairs = [(a, b, c or 0.0) for a, b, c in zip(x, ys, sds) if b is not None]
+            if not pairs:
+                continue
+            px, py, pe = zip(*pairs)
+            ax.errorbar(px, py, yerr=pe if any(pe) else None, fmt=m + "-", color=color,
+                        lw=2, ms=6, capsize=3, label=label)
+    for ax in (ax_acc, ax_t):
+        if x_key == "batch_size":
+            ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(FixedLocator(xs_all))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticklabels([str(v) for v in xs_all])
+        ax.set_xlabel(x_label if x_key != "batch_size" else f"{x_label} ({batch_word})")
+        ax.grid(alpha=0.3)
+    ax_acc.set_ylabel("final test accuracy (%)")
+    ax_acc.set_title("Accuracy")
+    ax_t.set_ylabel("training wall time (s)")
+    ax_t.set_ylim(bottom=0)
+    ax_t.set_title("Time")
+    handles, labels = ax_t.get_legend_handles_labels()
+    if len(handles) > 1 or others:
+        fig.legend(handles, labels, loc="lower center", ncol=min(4, len(handles)),
+                   fontsize=9, frameon=False)
+    model = ok[0].get("model") or ""
+    dataset = ok[0].get("dataset") or ""
+    fig.suptitle(f"{title}\n{model} on {dataset}, {scaling} scaling".strip())
+    fig.tight_layout(rect=(0, 0.08 if len(handles) > 1 or others else 0, 1, 1))
+    fig.savefig(out_path, dpi=DPI)
+    plt.close(fig)
+    return out_path
+
+
+MAX_CURVES = 12
+
+
+def plot_convergence(rows, sweep_dir, out_path):
+    """Test accuracy per epoch and against wall time, one line per run (first repeat):
+    convergence rate and time to accuracy. None with < 2 such runs or too many to read."""
+    ok = [r for r in rows if r.get("status") == "ok" and (r.get("repeat") or 1) == 1]
+    if len(ok) < 2 or len(ok) > MAX_CURVES:
+        return None
+    others = sweepdata.varying(ok, exclude=("repeat",))
+    scaling = ok[0].get("scaling") or "weak"
+    batch_word = "global" if scaling == "strong" else "per rank"
+    fig, (ax_e, ax_t) = plt.subplots(1, 2, figsize=(11, 4.8), sharey=True)
+    drawn = 0
+    for i, r in enumerate(ok):
+        series = rundata.Run(os.path.join(sweep_dir, r["name"])).epoch_series()
+        pts = [(m.get("epoch"), m.get("elapsed_s"), m.get("test_accuracy")) for m in series]
+        pts = [p for p in pts if p[0] is not None and p[2] is not None]
+        if not pts:
+            continue
+        label = _series_label(r, others, batch_word) if others else r["name"]
+        color = plt.get_cmap("tab10")(i % 10)
+        ls = "-" if i < 10 else "--"
+        m = MARKERS[i % len(MARKERS)]
+        ax_e.plot([p[0] for p in pts], [100 * p[2] for p in pts], m + ls, color=color,
+                  lw=1.8, ms=5, label=label)
+        timed = [p for p in pts if p[1] is not None]
+        if timed:
+            ax_t.plot([p[1] for p in timed], [100 * p[2] for p in timed], m + ls,
+                      color=color, lw=1.8, ms=5)
+        drawn += 1
+    if drawn < 2:
+        plt.close(fig)
+        return None
+    ax_e.set_xlabel("epoch")
+    ax_e.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_e.set_ylabel("test accuracy (%)")
+    ax_e.set_title("Accuracy per epoch (convergence rate)")
+    ax_t.set_xlabel("wall time since training start (s)")
+    ax_t.set_title("Accuracy against time (time to accuracy)")
+    ax_t.set_xlim(left=0)
+    for ax in (ax_e, ax_t):
+        ax.grid(alpha=0.3)
+    handles, labels = ax_e.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(handles)), fontsize=9,
+               frameon=False)
+    rows_of_legend = (len(handles) + 3) // 4
+    fig.suptitle(f"Convergence of each run\n{ok[0].get('model') or ''} on "
+                 f"{ok[0].get('dataset') or ''}, {scaling} scaling")
+    fig.tight_layout(rect=(0, 0.05 + 0.04 * rows_of_legend, 1, 1))
+    fig.savefig(out_path, dpi=DPI)
+    plt.close(fig)
+    return out_path
+
+
+def plot_sweep(rows, out_dir, sweep_dir=None):
+    os.makedirs(out_dir, exist_ok=True)
+    made = {}
+    p = plot_against(rows, "batch_size", "batch size",
+                     os.path.join(out_dir, "vs_batch_size.png"),
+                     "Accuracy and time against batch size")
+    if p:
+        made["batch_size"] = p
+    p = plot_against(rows, "ranks", "number of ranks", os.path.join(out_dir, "vs_ranks.png"),
+                     "Accuracy and time against the number of ranks")
+    if p:
+        made["ranks"] = p
+    if sweep_dir:
+        p = plot_convergence(rows, sweep_dir, os.path.join(out_dir, "convergence.png"))
+        if p:
+            made["convergence"] = p
+    return made
+
+
+def main():
+    p = argparse.ArgumentParser(description="Plot a sweep directory.")
+    p.add_argument("sweep_dir")
+    p.add_argument("--out", help="output directory (default SWEEP_DIR/plots)")
+    a = p.parse_args()
+    if not os.path.isdir(a.sweep_dir):
+        print(f"plot_sweep.py: error: '{a.sweep_dir}' is not a directory", file=sys.stderr)
+        return 2
+    rows = sweepdata.load_sweep(a.sweep_dir)
+    made = plot_sweep(rows, a.out or os.path.join(a.sweep_dir, "plots"), a.sweep_dir)
+    for path in made.values():
+        print(path)
+    if not made:
+        print("plot_sweep.py: nothing to plot (needs >= 2 successful batch sizes or rank "
+              "counts)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""Writes RUN_DIR/report.md for one ringtrain run: configuration, results, per-rank time
+split, resources and traffic, accuracy per epoch, and the run's plots (RUN_DIR/plots/).
+
+usage: run_report.py RUN_DIR [--no-plots]
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plot_run  # noqa: E402
+import rundata  # noqa: E402
+from rundata import fmt  # noqa: E402
+
+
+def table(header, body):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def pct(v, digits=1):
+    return "" if v is None else f"{100 * v:.{digits}f}"
+
+
+def build_report(run, plots):
+    s = run.summary()
+    c = run.config
+    out = [f"# Run report: {run.name}", ""]
+    if not s.get("complete"):
+        out += ["> **Incomplete run**: no summary.json (the run failed, was killed or is "
+                "still going). Totals below are derived from the rank logs up to their last "
+                "record.", ""]
+    cfg_rows = []
+    for key, label in [("model", "Model"), ("dataset", "Dataset"), ("world_size", "Ranks"),
+                       ("hosts", "Hosts"), ("threads_per_rank", "Threads per rank"),
+                       ("batch_size", "Batch size per rank"),
+                       ("global_batch_size", "Global batch size"), ("epochs", "Epochs"),
+                       ("allreduce", "All-reduce"), ("lr", "Learning rate"),
+                       ("checkpoint_every", "Checkpoint every")]:
+        v = c.get(key)
+        if v is None:
+            continue
+        if key == "hosts" and isinstance(v, list):
+            counts = {}
+            for h in v:
+                counts[h] = counts.get(h, 0) + 1
+            v = ", ".join(f"{h} ({n} rank{'s' if n != 1 else ''})" for h, n in counts.items())
+        cfg_rows.append([label, v])
+    versions = c.get("versions")
+    if isinstance(versions, dict) and versions:
+        cfg_rows.append(["Versions", ", ".join(f"{k} {v}" for k, v in versions.items())])
+    if cfg_rows:
+        out += ["## Configuration", "", table(["Setting", "Value"], cfg_rows), ""]
+
+    acc = rundata._num(s.get("final_test_accuracy"))
+    res_rows = [
+        ["Wall time (s)", fmt(rundata._num(s.get("wall_s")), 2)],
+        ["Final training loss", fmt(rundata._num(s.get("final_train_loss")), 4)],
+        ["Final test loss", fmt(rundata._num(s.get("final_test_loss")), 4)],
+        ["Final test accuracy (%)", pct(acc, 2)],
+        ["Test error (%)", pct(None if acc is None else 1 - acc, 2)],
+        ["Throughput (images/s, all ranks)", fmt(rundata._num(s.get("images_per_s")), 1)],
+        ["Epochs completed", fmt(s.get("epochs_completed"))],
+        ["Steps", fmt(s.get("steps"))],
+        ["Stopped by", fmt(s.get("stopped_by"))],
+        ["Time to target accuracy (s)", fmt(rundata._num(s.get("time_to_target_s")), 2)],
+    ]
+    out += ["## Results", "", table(["", "Value"], [r for r in res_rows if r[1] != ""]), ""]
+
+    ranks = s["ranks"]
+    if ranks:
+        body = []
+        for r in ranks:
+            ph = plot_run.phase_breakdown(r)
+            wall = r.get("wall_s")
+            cells = [str(r["rank"]), fmt(r.get("host")), fmt(wall, 2)]
+            for key in ("data", "forward", "backward", "allreduce_net", "wait", "optimizer",
+                        "checkpoint", "eval", "other"):
+                v = ph.get(key)
+                cells.append("" if v is None or not wall else
+                             f"{v:.2f} ({100 * v / wall:.0f}%)")
+            body.append(cells)
+        out += ["## Where the time went (seconds, share of the rank's wall time)", "",
+                "All-reduce excludes the time spent waiting for slower peers, which has its "
+                "own column; *other* is wall time no phase accounts for (start-up, logging).",
+                "", table(["Rank", "Host", "Wall (s)", "Data", "Forward", "Backward",
+                           "All-reduce", "Waiting", "Optimizer", "Checkpoint", "Eval",
+                           "Other"], body), ""]
+        body = [[str(r["rank"]), fmt(r.get("images_per_s"), 1), fmt(r.get("peak_rss_mb"), 1),
+                 fmt(r.get("mean_cpu_percent"), 1), fmt(r.get("mb_sent"), 2),
+                 fmt(r.get("mb_received"), 2)] for r in ranks]
+        out += ["## Resources and traffic per rank", "",
+                table(["Rank", "Images/s", "Peak memory (MB)", "Mean CPU (%)", "MB sent",
+                       "MB received"], body), ""]
+
+    rows = run.epoch_series()
+    if rows:
+        body = [[fmt(int(m["epoch"])) if m.get("epoch") is not None else "",
+                 fmt(m.get("train_loss"), 4), pct(m.get("train_accuracy"), 2),
+                 fmt(m.get("test_loss"), 4), pct(m.get("test_accuracy"), 2),
+                 fmt(m.get("elapsed_s"), 1), fmt(m.get("images_per_s"), 0)] for m in rows]
+        out += ["## Per epoch", "", table(["Epoch", "Train loss", "Train acc. (%)",
+                                           "Test loss", "Test acc. (%)", "Elapsed (s)",
+                                           "Images/s"], body), ""]
+
+    ckpts = run.of_type(0, "checkpoint")
+    if ckpts:
+        total = sum(rundata._num(x.get("seconds")) or 0.0 for x in ckpts)
+        size = rundata._num(ckpts[-1].get("bytes"))
+        wall = rundata._num(s.get("wall_s"))
+        line = (f"{len(ckpts)} checkpoint(s), {total:.2f} s in total"
+                + (f" ({100 * total / wall:.1f}% of the wall time)" if wall else "")
+                + (f", {size / 1e6:.2f} MB each" if size else "") + ".")
+        out += ["## Checkpoints", "", line, ""]
+
+    events = [e for r in run.records for e in run.of_type(r, "event")]
+    if events:
+        out += ["## Events", ""]
+        out += [f"- t={fmt(rundata._num(e.get('t')), 1)} s: {e.get('message', '')}"
+                for e in events[:50]]
+        out.append("")
+
+    titles = {"loss": "Loss per epoch", "accuracy": "Accuracy per epoch",
+              "resources": "CPU and memory per rank", "network": "Network per rank",
+              "phases": "Time per phase per rank"}
+    if plots:
+        out += ["## Plots", ""]
+        for kind, path in plots.items():
+            out += [f"![{titles.get(kind, kind)}]({os.path.relpath(path, run.dir)})", ""]
+    return "\n".join(out)
+
+
+def main():
+    p = argparse.ArgumentParser(description="Write report.md for one run directory.")
+    p.add_argument("run_dir")
+    p.add_argument("--no-plots", action="store_true")
+    a = p.parse_args()
+    if not os.path.isdir(a.run_dir):
+        print(f"run_report.py: error: '{a.run_dir}' is not a directory", file=sys.stderr)
+        return 2
+    run = rundata.Run(a.run_dir)
+    if not (run.config or run.records or run.metrics):
+        print(f"run_report.py: error: '{a.run_dir}' has no config.json, metrics.csv or "
+              "rank-*.jsonl", file=sys.stderr)
+        return 1
+    plots = {} if a.no_plots else plot_run.plot_run(a.run_dir)
+    path = os.path.join(a.run_dir, "report.md")
+    with open(path, "w") as f:
+        f.write(build_report(run, plots))
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

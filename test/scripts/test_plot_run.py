@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""Tests scripts/plot/plot_run.py and run_report.py on fabricated run directories: a full
+run gives the five PNGs (valid signature, non-trivial size) and a report.md whose numbers
+match the fabricated run; a run with only the mandatory files (no summary.json, no resource
+samples) still gives loss/accuracy/phase plots and a report flagged incomplete; a directory
+with nothing in it is an error.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import fake_run  # noqa: E402
+
+PLOT = os.path.join(REPO, "scripts", "plot", "plot_run.py")
+REPORT = os.path.join(REPO, "scripts", "plot", "run_report.py")
+failures = []
+
+
+def check(cond, msg):
+    if not cond:
+        failures.append(msg)
+
+
+def png_ok(path):
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+        return head == b"\x89PNG\r\n\x1a\n" and os.path.getsize(path) > 10_000
+    except OSError:
+        return False
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="plot-run-")
+    full = os.path.join(tmp, "full")
+    plan = fake_run.write_run(full, ranks=2, epochs=3, batch_size=64, checkpoint=True)
+    p = subprocess.run([sys.executable, PLOT, full, "--out", os.path.join(tmp, "out")],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, f"plot_run.py exited {p.returncode}: {p.stderr}")
+    names = ["loss.png", "accuracy.png", "resources.png", "network.png", "phases.png"]
+    printed = [os.path.basename(x) for x in p.stdout.split()]
+    check(sorted(printed) == sorted(names), f"plot_run.py printed {printed}")
+    for n in names:
+        check(png_ok(os.path.join(tmp, "out", n)), f"{n} is not a valid PNG")
+
+    p = subprocess.run([sys.executable, REPORT, full], capture_output=True, text=True)
+    check(p.returncode == 0, f"run_report.py exited {p.returncode}: {p.stderr}")
+    with open(os.path.join(full, "report.md")) as f:
+        md = f.read()
+    s = plan.summary()
+    acc = 100 * plan.metrics[-1]["test_accuracy"]
+    for needle in [f"| Final test accuracy (%) | {acc:.2f} |",
+                   f"| Test error (%) | {100 - acc:.2f} |",
+                   f"| Wall time (s) | {s['wall_s']:.2f} |",
+                   "| Rank | Host | Wall (s) | Data | Forward | Backward | All-reduce | Waiting |",
+                   "3 checkpoint(s)", "![Loss per epoch](plots/loss.png)",
+                   "![Time per phase per rank](plots/phases.png)"]:
+        check(needle in md, f"report.md lacks {needle!r}")
+    check("Incomplete run" not in md, "a complete run is not incomplete")
+    # Each rank's phase row: all-reduce excludes the wait, shares of the rank's wall time.
+    for r in s["ranks"]:
+        ph = r["phases_s"]
+        net = ph["allreduce"] - ph["wait"]
+        cell = f"{net:.2f} ({100 * net / r['wall_s']:.0f}%)"
+        check(cell in md, f"rank {r['rank']}: all-reduce excl. wait cell {cell!r} missing")
+    for n in names:
+        check(png_ok(os.path.join(full, "plots", n)), f"report's {n} missing")
+
+    minimal = os.path.join(tmp, "minimal")
+    fake_run.write_run(minimal, minimal=True, ranks=2, epochs=2, batch_size=32)
+    p = subprocess.run([sys.executable, REPORT, minimal], capture_output=True, text=True)
+    check(p.returncode == 0, f"run_report.py on a minimal run exited {p.returncode}: {p.stderr}")
+    made = sorted(os.listdir(os.path.join(minimal, "plots")))
+    check(made == ["accuracy.png", "loss.png", "phases.png"],
+          f"minimal run plots {made} (no resources/network without samples)")
+    with open(os.path.join(minimal, "report.md")) as f:
+        md = f.read()
+    check("Incomplete run" in md, "a run without summary.json is flagged incomplete")
+    check("![CPU and memory per rank]" not in md, "no resource plot without samples")
+
+    empty = os.path.join(tmp, "empty")
+    os.makedirs(empty)
+    p = subprocess.run([sys.executable, PLOT, empty], capture_output=True, text=True)
+    check(p.returncode == 1 and "nothing to plot" in p.stderr,
+          f"empty dir: {p.returncode} {p.stderr}")
+    p = subprocess.run([sys.executable, REPORT, os.path.join(tmp, "absent")],
+                       capture_output=True, text=True)
+    check(p.returncode == 2, f"missing dir: exit {p.returncode}")
+
+    if failures:
+        for msg in failures:
+            print("FAIL:", msg)
+        print(f"test_plot_run: {len(failures)} failure(s); files in {tmp}")
+        return 1
+    subprocess.run(["rm", "-rf", tmp])
+    print("test_plot_run: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Tests scripts/mpirun/run.sh: the mpirun line --dry-run prints for given flags (exact
+# substrings, cores fixed with --cores-per-node so the machine does not matter), usage
+# errors exit 2, and a real two-rank launch hands OMP_NUM_THREADS to every rank.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+run=$here/../../scripts/mpirun/run.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# expect_has LINE SUBSTRING...
+expect_has() {
+  local line=$1 s; shift
+  for s in "$@"; do
+    [[ $line == *"$s"* ]] || fail "expected '$s' in: $line"
+  done
+}
+expect_not() {
+  local line=$1 s; shift
+  for s in "$@"; do
+    [[ $line != *"$s"* ]] || fail "did not expect '$s' in: $line"
+  done
+}
+# expect_exit CODE ARGS... : run.sh ARGS exits with CODE and says why on stderr
+expect_exit() {
+  local want=$1; shift
+  "$run" "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  [[ $got -eq $want ]] || fail "run.sh $* exited $got, expected $want"
+  if [[ $want -ne 0 && ! -s $tmp/err ]]; then fail "run.sh $* gave no error message"; fi
+}
+
+# 1. Two ranks on a 4-core host: 2 threads each, bound to cores, OpenMP pinned.
+line=$("$run" --dry-run --cores-per-node 4 -np 2 train --model lenet5 --epochs 1)
+expect_has "$line" "mpirun -np 2 " "--map-by ppr:2:node:PE=2 --bind-to core" \
+  "-x OMP_NUM_THREADS=2" "-x OMP_PROC_BIND=close" "-x OMP_PLACES=cores" \
+  "build/apps/ringtrain train --model lenet5 --epochs 1"
+expect_not "$line" "--oversubscribe" "--hostfile"
+if [[ $(id -u) -eq 0 ]]; then
+  [[ $line == "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun "* ]] ||
+    fail "as root the line must start with the Open MPI root variables: $line"
+else
+  expect_not "$line" "OMPI_ALLOW_RUN_AS_ROOT"
+fi
+
+# 2. Five ranks on 2 cores: oversubscribed, unbound, one thread each, no OpenMP pinning.
+line=$("$run" --dry-run --cores-per-node 2 -np 5 train)
+expect_has "$line" "-np 5 " "--map-by ppr:5:node --bind-to none" "--oversubscribe" \
+  "-x OMP_NUM_THREADS=1"
+expect_not "$line" "PE=" "OMP_PROC_BIND"
+
+# 3. Threads that do not fit (2 ranks x 3 threads on 4 cores): unbound, not oversubscribed.
+line=$("$run" --dry-run --cores-per-node 4 -np 2 --threads 3 train)
+expect_has "$line" "--map-by ppr:2:node --bind-to none" "-x OMP_NUM_THREADS=3"
+expect_not "$line" "--oversubscribe"
+
+# 4. --no-bind, --env, pass-through options (kept in order, before the binary), --bin,
+#    and ringtrain arguments after -- quoted for the shell.
+line=$("$run" --dry-run --cores-per-node 8 -np 2 --no-bind --env DNNL_VERBOSE=1 --env HOME \
+  --mca btl_tcp_if_include veth0 --mpirun-arg --report-bindings --bin /opt/rt/ringtrain \
+  -- train --tag "two words")
+expect_has "$line" "--bind-to none" "-x OMP_NUM_THREADS=4" "-x DNNL_VERBOSE=1" "-x HOME" \
+  "--mca btl_tcp_if_include veth0 --report-bindings /opt/rt/ringtrain train --tag two\\ words"
+expect_not "$line" "PE="
+
+# 5. A hostfile with two hosts (comments and blank lines ignored), 2 ranks per node.
+printf '# cluster\nnode1 slots=2\n\nnode2 slots=2  # second\n' >"$tmp/hosts"
+line=$("$run" --dry-run --cores-per-node 2 -np 4 --ppn 2 --hostfile "$tmp/hosts" train)
+expect_has "$line" "-np 4 --hostfile $tmp/hosts --map-by ppr:2:node:PE=1 --bind-to core" \
+  "-x OMP_NUM_THREADS=1"
+expect_not "$line" "--oversubscribe"
+# ... without --ppn the ranks spread evenly: 3 ranks on 2 nodes -> 2 per node.
+line=$("$run" --dry-run --cores-per-node 4 -np 3 --hostfile "$tmp/hosts" train)
+expect_has "$line" "--map-by ppr:2:node:PE=2"
+
+# ... and a hostfile with fewer slots than ranks per node is flagged before mpirun refuses.
+printf 'node1 slots=1\nnode2 slots=1\n' >"$tmp/hosts1"
+"$run" --dry-run --cores-per-node 4 -np 4 --ppn 2 --hostfile "$tmp/hosts1" train \
+  >/dev/null 2>"$tmp/err"
+grep -q "slots=1 < 2 ranks per node" "$tmp/err" || fail "no warning for slots < ranks per node"
+"$run" --dry-run --cores-per-node 4 -np 2 --ppn 1 --hostfile "$tmp/hosts1" train \
+  >/dev/null 2>"$tmp/err"
+[[ ! -s $tmp/err ]] || fail "no warning expected when slots suffice: $(cat "$tmp/err")"
+
+# 6. Usage errors exit 2 with a message.
+expect_exit 2 --bogus-flag train
+expect_exit 2 -np 0 train
+expect_exit 2 -np two train
+expect_exit 2 --threads 1.5 train
+expect_exit 2 --ppn 1 -np 2 train                          # no hostfile: one node only
+expect_exit 2 -np 5 --ppn 2 --hostfile "$tmp/hosts" train  # 5 > 2 nodes x 2
+expect_exit 2 --hostfile "$tmp/missing" train
+expect_exit 2 -np 2                                        # nothing to run
+expect_exit 2 --mca only-one
+expect_exit 2 -np
+grep -q "unknown option '--bogus-flag'" <("$run" --bogus-flag train 2>&1) ||
+  fail "the error should name the bad flag"
+# A missing binary is a runtime error (1), not a usage error.
+expect_exit 1 -np 1 --bin "$tmp/no-such-binary" train
+expect_exit 0 --help
+
+# 7. A real launch: every rank sees the OMP_NUM_THREADS run.sh chose.
+# shellcheck disable=SC2016  # expanded by the rank's shell, not this one
+out=$("$run" -np 2 --threads 1 --bin /bin/sh -- -c 'echo "omp=$OMP_NUM_THREADS"' 2>&1)
+rc=$?
+[[ $rc -eq 0 ]] || fail "real launch exited $rc: $out"
+n=$(grep -c '^omp=1$' <<<"$out")
+[[ $n -eq 2 ]] || fail "expected 2 ranks printing omp=1, got $n: $out"
+
+# 8. slurm.sbatch: OMP_NUM_THREADS and the launch line follow the allocation.
+sbatch=$here/../../scripts/mpirun/slurm.sbatch
+line=$(env DRY_RUN=1 RINGTRAIN_REPO="$here/../.." TMPDIR="$tmp" SLURM_JOB_ID=7 \
+  SLURM_JOB_NUM_NODES=2 \
+  SLURM_NTASKS_PER_NODE='2(x2)' SLURM_CPUS_PER_TASK=4 RUN_DIR="$tmp/run" bash "$sbatch" | tail -1)
+expect_has "$line" "OMP_NUM_THREADS=4 srun --mpi=pmix --ntasks=4 --ntasks-per-node=2" \
+  "--cpus-per-task=4" "train --model lenet5" "--run-dir $tmp/run"
+line=$(env DRY_RUN=1 LAUNCHER=mpirun RINGTRAIN_REPO="$here/../.." TMPDIR="$tmp" SLURM_JOB_ID=7 \
+  SLURM_JOB_NUM_NODES=1 \
+  SLURM_NTASKS_PER_NODE=2 SLURM_CPUS_PER_TASK=3 SLURM_CPUS_ON_NODE=6 RUN_DIR="$tmp/run" \
+  bash "$sbatch" train --model vgg11 | tail -1)
+expect_has "$line" "-np 2 --hostfile $tmp/ringtrain-hosts-7 --map-by ppr:2:node:PE=3" \
+  "-x OMP_NUM_THREADS=3" "train --model vgg11 --run-dir $tmp/run"
+
+if ((fails)); then
+  echo "test_run_sh: $fails failure(s)"
+  exit 1
+fi
+echo "test_run_sh: all checks passed"

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Tests scripts/mpirun/sweep.sh end to end through run.sh and the real mpirun, with
+# test/scripts/fake_ringtrain.py standing in for the trainer: the grid's runs and their
+# directories, a failing run recorded while the sweep goes on, results.csv/report.md at the
+# end, re-running skips finished runs and retries the failed one, strong scaling passes
+# batch/np per rank and refuses a remainder, --dry-run runs nothing.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+sweep=$here/../../scripts/mpirun/sweep.sh
+fake=$here/fake_ringtrain.py
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+out=$tmp/sw
+export FAKE_RINGTRAIN_ARGS_LOG=$tmp/args.jsonl
+
+# 1. 2 batch sizes x np 1,2, the batch-64 runs fail.
+FAKE_RINGTRAIN_FAIL_BATCH=64 "$sweep" --batch-sizes 32,64 --ranks 1,2 --epochs 2 \
+  --bin "$fake" --out "$out" -- --max-steps 7 >"$tmp/log1" 2>&1
+rc=$?
+[[ $rc -eq 1 ]] || fail "a sweep with failed runs exits 1, got $rc"
+for name in b32-np1-ppn1-ring-ckptoff-r1 b32-np2-ppn2-ring-ckptoff-r1; do
+  [[ -f $out/$name/summary.json ]] || fail "$name: no summary.json"
+  grep -q '"status": "ok"' "$out/$name/sweep-run.json" 2>/dev/null || fail "$name: not ok"
+done
+[[ -f $out/b32-np2-ppn2-ring-ckptoff-r1/rank-1.jsonl ]] || fail "np2 run lacks rank-1.jsonl"
+for name in b64-np1-ppn1-ring-ckptoff-r1 b64-np2-ppn2-ring-ckptoff-r1; do
+  grep -q '"status": "failed"' "$out/$name/sweep-run.json" 2>/dev/null ||
+    fail "$name: not recorded as failed"
+  grep -q '"exit_code": 1' "$out/$name/sweep-run.json" 2>/dev/null || fail "$name: exit code"
+  grep -q 'simulated out-of-memory' "$out/$name/launch.log" 2>/dev/null ||
+    fail "$name: log lacks the error"
+done
+# The failure at np=1 did not stop the np=2 runs after it (the order is np, then batch).
+grep -q 'b32-np2-ppn2-ring-ckptoff-r1: ok' "$tmp/log1" || fail "the sweep stopped after a failure"
+# The extra train flags and the per-rank batch reached the trainer.
+grep -q '"--max-steps", "7"' "$tmp/args.jsonl" || fail "pass-through train flags lost"
+launches=$(grep -c . "$tmp/args.jsonl")
+[[ $launches -eq 4 ]] || fail "expected 4 launches, got $launches"
+
+csv=$out/results.csv
+[[ -f $csv && -f $out/report.md ]] || fail "no results.csv / report.md"
+[[ $(tail -n +2 "$csv" | grep -c .) -eq 4 ]] || fail "results.csv should have 4 rows"
+head -1 "$csv" | grep -q '^name,model,dataset,scaling,batch_size,' || fail "results.csv header"
+[[ $(grep -c ',failed,1,' "$csv") -eq 2 ]] || fail "results.csv should show 2 failed runs"
+grep -q 'simulated out-of-memory' "$out/report.md" || fail "report.md lacks the failure"
+# max-steps 7 -> every successful run took exactly 7 steps (last column but one)
+for name in b32-np1-ppn1-ring-ckptoff-r1 b32-np2-ppn2-ring-ckptoff-r1; do
+  steps=$(grep "^$name," "$csv" | awk -F, '{ print $(NF-1) }')
+  [[ $steps == 7 ]] || fail "$name: steps $steps, expected 7"
+done
+
+# 2. Re-run without the failure: finished runs are skipped, failed ones retried.
+: >"$tmp/args.jsonl"
+"$sweep" --batch-sizes 32,64 --ranks 1,2 --epochs 2 --bin "$fake" --out "$out" \
+  -- --max-steps 7 >"$tmp/log2" 2>&1
+rc=$?
+[[ $rc -eq 0 ]] || fail "the re-run should succeed, got $rc: $(tail -3 "$tmp/log2")"
+[[ $(grep -c 'done, skipped' "$tmp/log2") -eq 2 ]] || fail "expected 2 skipped runs"
+[[ $(grep -c . "$tmp/args.jsonl") -eq 2 ]] || fail "expected 2 new launches"
+[[ $(grep -c ',ok,0,' "$csv") -eq 4 ]] || fail "all 4 runs ok after the re-run"
+attempts=("$out"/.attempts/b64-np1-ppn1-ring-ckptoff-r1.*)
+[[ -e ${attempts[0]} ]] || fail "the failed attempt should be kept under .attempts"
+
+# 3. Strong scaling: per-rank batch = global / np; a remainder is refused before any run.
+: >"$tmp/args.jsonl"
+"$sweep" --scaling strong --batch-sizes 64 --ranks 2 --epochs 1 --bin "$fake" \
+  --out "$tmp/strong" --no-report >/dev/null 2>&1 || fail "strong sweep failed"
+grep -q '"--batch-size", "32"' "$tmp/args.jsonl" ||
+  fail "strong scaling: per-rank batch should be 32"
+[[ -f $tmp/strong/gb64-np2-ppn2-ring-ckptoff-r1/summary.json ]] || fail "strong run dir name"
+"$sweep" --scaling strong --batch-sizes 64 --ranks 3 --bin "$fake" --out "$tmp/bad" >/dev/null 2>&1
+[[ $? -eq 2 ]] || fail "64 over 3 ranks must be refused with exit 2"
+[[ ! -e $tmp/bad ]] || fail "a refused sweep must not create its directory"
+
+# 4. --timeout: a hung run is killed and recorded as timed out.
+FAKE_RINGTRAIN_SLEEP=30 "$sweep" --timeout 1 --bin "$fake" --out "$tmp/hung" --no-report \
+  >/dev/null 2>&1
+rc=$?
+[[ $rc -eq 1 ]] || fail "a timed-out sweep exits 1, got $rc"
+grep -q '"status": "timeout"' "$tmp/hung"/*/sweep-run.json 2>/dev/null ||
+  fail "the hung run should be recorded as timeout"
+
+# 5. --dry-run lists the grid and runs nothing; bad options exit 2.
+: >"$tmp/args.jsonl"
+lst=$("$sweep" --dry-run --batch-sizes 16,32,64 --ranks 1,2 --allreduce ring,ps \
+  --checkpoint on,off --bin "$fake" --out "$tmp/dry")
+[[ $(grep -c '^\[' <<<"$lst") -eq 24 ]] || fail "dry-run should list 3x2x2x2 = 24 runs"
+grep -q 'b16-np2-ppn2-ps-ckpton-r1' <<<"$lst" || fail "dry-run names"
+grep -q -- '--checkpoint-every 1 --checkpoint-dir' <<<"$lst" || fail "checkpoint flags"
+[[ ! -s $tmp/args.jsonl && ! -e $tmp/dry ]] || fail "dry-run must not run anything"
+for bad in "--ranks 0" "--allreduce tree" "--checkpoint maybe" "--scaling linear" "--bogus"; do
+  # shellcheck disable=SC2086
+  "$sweep" $bad --out "$tmp/x" >/dev/null 2>&1
+  [[ $? -eq 2 ]] || fail "sweep.sh $bad should exit 2"
+done
+
+if ((fails)); then
+  echo "test_sweep_fake: $fails failure(s)"
+  cat "$tmp/log1"
+  exit 1
+fi
+echo "test_sweep_fake: all checks passed"
