@@ -19,6 +19,7 @@ struct Options {
   std::string algo = "all";
   int warmup = 5;
   int iters = 20;
+  int repeats = 3;
   double chunk_kb = 256;
   int recv_depth = 2;
   double ps_chunk_kb = 1024;
@@ -41,6 +42,7 @@ ringtrain::BenchConfig make_config(const Options& o) {
   }
   config.warmup = o.warmup;
   config.iters = o.iters;
+  config.repeats = o.repeats;
   config.mean = o.mean;
   if (o.chunk_kb <= 0 || o.ps_chunk_kb <= 0) throw std::invalid_argument("chunk sizes must be positive");
   config.tuning.ring_chunk_bytes = static_cast<std::size_t>(o.chunk_kb * 1024);
@@ -68,6 +70,7 @@ int main(int argc, char** argv) {
     app.add_option("--algo", o.algo, "ring|mpi|ps|rd|auto|all or a comma list")->capture_default_str();
     app.add_option("--warmup", o.warmup, "untimed calls per size and algorithm")->capture_default_str()->check(CLI::NonNegativeNumber);
     app.add_option("--iters", o.iters, "timed calls per size and algorithm")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--repeats", o.repeats, "timed loops per algorithm, taken in turns; best counts")->capture_default_str()->check(CLI::PositiveNumber);
     app.add_option("--chunk-kb", o.chunk_kb, "ring pipeline chunk (KiB)")->capture_default_str();
     app.add_option("--recv-depth", o.recv_depth, "ring receives posted ahead")->capture_default_str()->check(CLI::Range(1, 64));
     app.add_option("--ps-chunk-kb", o.ps_chunk_kb, "parameter-server chunk (KiB)")->capture_default_str();
@@ -98,7 +101,7 @@ int main(int argc, char** argv) {
       for (const auto& h : hosts) host_list += (host_list.empty() ? "" : ",") + h;
       std::cout << "# allreduce_bench: " << comm->size() << " ranks, " << comm->library_version()
                 << ", hosts " << host_list << "\n# ring chunk " << o.chunk_kb << " KiB x" << o.recv_depth
-                << ", warmup " << o.warmup << ", iters " << o.iters << ", op " << (o.mean ? "mean" : "sum")
+                << ", warmup " << o.warmup << ", iters " << o.iters << " x best of " << o.repeats << ", op " << (o.mean ? "mean" : "sum")
                 << ", GB = 1e9 B, busbw = algbw * 2(N-1)/N, times per call averaged over iters\n";
     } else {
       comm->allgather(comm->host_name());

@@ -20,6 +20,7 @@ struct BenchConfig {
   bool compare_to_mpi = false;         // add the vs_mpi column (algo list contains mpi)
   int warmup = 5;
   int iters = 20;
+  int repeats = 3;                     // timed loops per algorithm; the best one counts
   bool mean = false;                   // check and time the mean variant
   AllreduceTuning tuning;
 };
@@ -28,7 +29,7 @@ struct BenchRow {
   std::size_t bytes = 0;
   std::size_t count = 0;
   std::string algo;
-  double time_min_us = 0;   // per-rank mean time per call, min/avg/max over ranks
+  double time_min_us = 0;   // per-rank time per call (best repeat), min/avg/max over ranks
   double time_avg_us = 0;
   double time_max_us = 0;
   double algbw_gbs = 0;     // bytes / avg time, GB = 1e9 B
