@@ -8,6 +8,7 @@
 #include <string>
 
 #include "collectives/BenchRunner.h"
+#include "collectives/MpiCommunicator.h"
 #include "collectives/MpiEnvironment.h"
 
 namespace {
@@ -20,11 +21,12 @@ struct Options {
   int warmup = 5;
   int iters = 20;
   int repeats = 3;
-  double chunk_kb = 256;
+  double chunk_kb = 1024;
   int recv_depth = 2;
   double ps_chunk_kb = 1024;
-  std::string auto_ring_min = "64K";
-  std::string rd_doubling_max = "4K";
+  std::string auto_ring_min = "1M";
+  std::string auto_ring_min_shm = "4M";
+  std::string rd_doubling_max = "2K";
   bool mean = false;
   std::string csv;
   std::string json;
@@ -49,6 +51,7 @@ ringtrain::BenchConfig make_config(const Options& o) {
   config.tuning.ring_recv_depth = o.recv_depth;
   config.tuning.ps_chunk_bytes = static_cast<std::size_t>(o.ps_chunk_kb * 1024);
   config.tuning.auto_ring_min_bytes = ringtrain::parse_byte_size(o.auto_ring_min);
+  config.tuning.auto_ring_min_bytes_single_host = ringtrain::parse_byte_size(o.auto_ring_min_shm);
   config.tuning.rd_doubling_max_bytes = ringtrain::parse_byte_size(o.rd_doubling_max);
   return config;
 }
@@ -74,7 +77,8 @@ int main(int argc, char** argv) {
     app.add_option("--chunk-kb", o.chunk_kb, "ring pipeline chunk (KiB)")->capture_default_str();
     app.add_option("--recv-depth", o.recv_depth, "ring receives posted ahead")->capture_default_str()->check(CLI::Range(1, 64));
     app.add_option("--ps-chunk-kb", o.ps_chunk_kb, "parameter-server chunk (KiB)")->capture_default_str();
-    app.add_option("--auto-ring-min", o.auto_ring_min, "auto: ring from this size on, rd below")->capture_default_str();
+    app.add_option("--auto-ring-min", o.auto_ring_min, "auto across hosts: ring from this size on, rd below")->capture_default_str();
+    app.add_option("--auto-ring-min-shm", o.auto_ring_min_shm, "auto on one host: ring from this size on")->capture_default_str();
     app.add_option("--rd-doubling-max", o.rd_doubling_max, "rd: whole-vector doubling up to this size")->capture_default_str();
     app.add_flag("--mean", o.mean, "check and time the mean (sum * 1/N) variant");
     app.add_option("--csv", o.csv, "also write the results as CSV");
@@ -99,8 +103,11 @@ int main(int argc, char** argv) {
       const auto hosts = comm->allgather(comm->host_name());
       std::string host_list;
       for (const auto& h : hosts) host_list += (host_list.empty() ? "" : ",") + h;
+      const auto* mpi = dynamic_cast<const ringtrain::MpiCommunicator*>(comm.get());
+      const bool single_host = mpi == nullptr || mpi->single_host();
       std::cout << "# allreduce_bench: " << comm->size() << " ranks, " << comm->library_version()
-                << ", hosts " << host_list << "\n# ring chunk " << o.chunk_kb << " KiB x" << o.recv_depth
+                << ", hosts " << host_list << " (MPI: " << (single_host ? "one host" : "several hosts")
+                << ", auto uses rd below " << (single_host ? o.auto_ring_min_shm : o.auto_ring_min) << ")" << "\n# ring chunk " << o.chunk_kb << " KiB x" << o.recv_depth
                 << ", warmup " << o.warmup << ", iters " << o.iters << " x best of " << o.repeats << ", op " << (o.mean ? "mean" : "sum")
                 << ", GB = 1e9 B, busbw = algbw * 2(N-1)/N, times per call averaged over iters\n";
     } else {

@@ -36,6 +36,15 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
   RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   RINGTRAIN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  // Shared memory vs network decides auto's crossover.
+  MPI_Comm local = MPI_COMM_NULL;
+  RINGTRAIN_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local));
+  int local_size = 0;
+  RINGTRAIN_MPI_CHECK(MPI_Comm_size(local, &local_size));
+  RINGTRAIN_MPI_CHECK(MPI_Comm_free(&local));
+  int all_local = local_size == size_ ? 1 : 0;
+  RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_MIN, comm_));
+  single_host_ = all_local == 1;
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -45,7 +54,7 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgo algo, bool mean) {
-  if (algo == AllreduceAlgo::kAuto) algo = choose_auto_algo(data.size_bytes(), size_, tuning_);
+  if (algo == AllreduceAlgo::kAuto) algo = choose_auto_algo(data.size_bytes(), size_, single_host_, tuning_);
   switch (algo) {
     case AllreduceAlgo::kRing:
       ring_allreduce(comm_, data, mean, tuning_, scratch_, stats_);

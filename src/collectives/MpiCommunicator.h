@@ -43,6 +43,8 @@ class MpiCommunicator final : public Communicator {
   const AllreduceTuning& allreduce_tuning() const { return tuning_; }
 
   MPI_Comm comm() const { return comm_; }
+  // True when every rank shares this rank's host (MPI_COMM_TYPE_SHARED covers them all).
+  bool single_host() const { return single_host_; }
 
  private:
   void reduce_doubles(std::span<double> data, MPI_Op op);
@@ -50,6 +52,7 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  bool single_host_ = true;
   AllreduceTuning tuning_;
   TrafficStats stats_;
   std::vector<float> scratch_;  // receive space of the hand-written algorithms

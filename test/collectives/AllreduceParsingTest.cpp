@@ -88,12 +88,15 @@ TEST_CASE("ring byte formulas match a step-by-step count of the segments moved")
   }
 }
 
-TEST_CASE("auto picks rd below the ring threshold and the ring from it on") {
+TEST_CASE("auto picks rd below the host-dependent threshold and the ring from it on") {
   AllreduceTuning tuning;
   tuning.auto_ring_min_bytes = 1000;
-  CHECK(choose_auto_algo(999, 4, tuning) == AllreduceAlgo::kRecursiveDoubling);
-  CHECK(choose_auto_algo(1000, 4, tuning) == AllreduceAlgo::kRing);
-  CHECK(choose_auto_algo(1 << 26, 2, tuning) == AllreduceAlgo::kRing);
+  tuning.auto_ring_min_bytes_single_host = 5000;
+  CHECK(choose_auto_algo(999, 4, false, tuning) == AllreduceAlgo::kRecursiveDoubling);
+  CHECK(choose_auto_algo(1000, 4, false, tuning) == AllreduceAlgo::kRing);
+  CHECK(choose_auto_algo(4999, 4, true, tuning) == AllreduceAlgo::kRecursiveDoubling);
+  CHECK(choose_auto_algo(5000, 4, true, tuning) == AllreduceAlgo::kRing);
+  CHECK(choose_auto_algo(std::size_t{1} << 26, 2, true, tuning) == AllreduceAlgo::kRing);
 }
 
 TEST_CASE("bench values are small integers, so float sums of them are exact") {
