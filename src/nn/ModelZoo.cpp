@@ -7,9 +7,12 @@
 
 #include <fmt/format.h>
 
+#include "nn/BatchNorm2d.h"
 #include "nn/Conv2d.h"
+#include "nn/Dropout.h"
 #include "nn/Flatten.h"
 #include "nn/Linear.h"
+#include "nn/LocalResponseNorm.h"
 #include "nn/Pool2d.h"
 #include "nn/ReLU.h"
 
@@ -27,6 +30,10 @@ class Builder {
   }
   Builder& relu() { return add(std::make_unique<ReLU>(next("relu"))); }
   Builder& maxpool(int k, int stride) { return add(std::make_unique<Pool2d>(next("maxpool"), Pool2d::Mode::kMax, k, stride)); }
+  Builder& avgpool(int k, int stride) { return add(std::make_unique<Pool2d>(next("avgpool"), Pool2d::Mode::kAvg, k, stride)); }
+  Builder& bn() { return add(std::make_unique<BatchNorm2d>(next("bn"), static_cast<int>(dims_[1]))); }
+  Builder& lrn() { return add(std::make_unique<LocalResponseNorm>(next("lrn"))); }
+  Builder& dropout(float p) { return add(std::make_unique<Dropout>(next("dropout"), p)); }
   Builder& flatten() { return add(std::make_unique<Flatten>(next("flatten"))); }
   Builder& linear(int out) {
     if (dims_.size() != 2) flatten();
@@ -71,6 +78,32 @@ const std::vector<ZooModel>& zoo() {
        [](Builder& b, int classes) {
          b.conv(6, 5, 1, 2).relu().maxpool(2, 2).conv(16, 5).relu().maxpool(2, 2);
          b.linear(120).relu().linear(84).relu().linear(classes);
+       }},
+      {{"svhn-cnn", "small CNN: conv 6@5x5 p1, pool, conv 16@5x5 p1, pool, fc 64-classes, ReLU (40,450 params on 3x32x32)"},
+       [](Builder& b, int classes) {
+         b.conv(6, 5, 1, 1).relu().maxpool(2, 2).conv(16, 5, 1, 1).relu().maxpool(2, 2);
+         b.linear(64).relu().linear(classes);
+       }},
+      // CIFAR-sized AlexNet: conv 64@5x5 p2, ReLU, LRN, maxpool 2; conv 192@5x5 p2, ReLU, LRN,
+      // maxpool 2; conv 384@3x3 p1, 256@3x3 p1, 256@3x3 p1 (each + ReLU), maxpool 2; dropout
+      // 0.5, fc 1024, ReLU, dropout 0.5, fc 1024, ReLU, fc classes. LRN: size 5, alpha 1e-4
+      // (divided by size), beta 0.75, k 2. 7,706,442 params on 3x32x32 (flatten 256x4x4).
+      {{"alexnet", "CIFAR AlexNet: conv 64-192-384-256-256 (LRN after the first two), fc 1024-1024-classes, dropout 0.5"},
+       [](Builder& b, int classes) {
+         b.conv(64, 5, 1, 2).relu().lrn().maxpool(2, 2);
+         b.conv(192, 5, 1, 2).relu().lrn().maxpool(2, 2);
+         b.conv(384, 3, 1, 1).relu().conv(256, 3, 1, 1).relu().conv(256, 3, 1, 1).relu().maxpool(2, 2);
+         b.flatten().dropout(0.5f).linear(1024).relu().dropout(0.5f).linear(1024).relu().linear(classes);
+       }},
+      {{"vgg11", "VGG-11 with BatchNorm (cfg 64,M,128,M,256,256,M,512,512,M,512,512,M), linear to classes"},
+       [](Builder& b, int classes) {
+         for (int v : {64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0}) {
+           if (v == 0)
+             b.maxpool(2, 2);
+           else
+             b.conv(v, 3, 1, 1).bn().relu();
+         }
+         b.linear(classes);
        }},
   };
   return models;

@@ -43,17 +43,34 @@ void sgd_step(Model& m, float lr) {
 
 // Checks the model's analytic gradient of the mean loss against float central differences
 // of Model::forward, for the largest-gradient entries and a few random ones of every
-// parameter tensor, eps 1e-3. The loss comes from float logits, rounded to ~1e-7, so the
-// differences carry ~1e-4 of noise: relative error |num - ana| / max(|num|, |ana|) < 3e-2
+// parameter tensor. The loss comes from float logits, rounded to ~1e-7, so differences at
+// eps 1e-3 carry ~1e-4 of noise: relative error |num - ana| / max(|num|, |ana|) < 3e-2
 // where |ana| > 1e-2, else absolute error < 5e-4.
+// ReLU and max-pool kinks: when a kink lies within eps of the point, central differences
+// are wrong, not the gradient. Each entry is therefore also differenced at eps / 3; where
+// the two estimates disagree with each other by the same criterion, the entry is skipped
+// (at most a fifth of the entries may be).
+bool close(double num, double ana) {
+  if (std::abs(ana) > 1e-2) return std::abs(num - ana) / std::max(std::abs(num), std::abs(ana)) < 3e-2;
+  return std::abs(num - ana) < 5e-4;
+}
+
 void gradient_check(Model& m, const Batch& b) {
   mean_loss(m, b);
   m.backward();
   const std::vector<float> ana(m.grads().begin(), m.grads().end());
   auto p = m.params();
-  const float eps = 1e-3f;
+  auto numeric = [&](std::size_t i, float eps) {
+    const float v = p[i];
+    p[i] = v + eps;
+    const double lp = mean_loss(m, b);
+    p[i] = v - eps;
+    const double lm = mean_loss(m, b);
+    p[i] = v;
+    return (lp - lm) / (static_cast<double>(p[i] + eps) - static_cast<double>(p[i] - eps));
+  };
   Rng rng(99);
-  int checked = 0;
+  int checked = 0, skipped = 0;
   for (const auto& info : m.param_infos()) {
     std::vector<std::size_t> idx(info.count);
     std::iota(idx.begin(), idx.end(), info.offset);
@@ -62,23 +79,67 @@ void gradient_check(Model& m, const Batch& b) {
     idx.resize(std::min<std::size_t>(3, idx.size()));
     for (int r = 0; r < 2; ++r) idx.push_back(info.offset + rng.below(info.count));
     for (auto i : idx) {
-      const float v = p[i];
-      p[i] = v + eps;
-      const double lp = mean_loss(m, b);
-      p[i] = v - eps;
-      const double lm = mean_loss(m, b);
-      p[i] = v;
-      const double num = (lp - lm) / (2.0 * eps);
+      const double num = numeric(i, 1e-3f);
+      const double num_small = numeric(i, 1e-3f / 3);
+      if (!close(num_small, num)) {
+        ++skipped;
+        continue;
+      }
       INFO(m.name() << " " << info.name << " index " << i - info.offset << ": analytic " << ana[i] << ", numeric "
-                    << num);
-      if (std::abs(ana[i]) > 1e-2)
-        CHECK(std::abs(num - ana[i]) / std::max(std::abs(num), std::abs(static_cast<double>(ana[i]))) < 3e-2);
-      else
-        CHECK(std::abs(num - ana[i]) < 5e-4);
+                    << num << " (eps/3: " << num_small << ")");
+      CHECK(close(num, ana[i]));
       ++checked;
     }
   }
-  CHECK(checked >= 5 * static_cast<int>(m.param_infos().size()) - 3);
+  INFO(m.name() << ": " << checked << " entries checked, " << skipped << " skipped near kinks");
+  CHECK(skipped * 4 <= checked);
+}
+
+// Directional form, for the deep models where single float entries drown in rounding
+// noise: per parameter tensor t, the unit direction d = normalise(g_t/|g_t| + r_t/|r_t|)
+// (r uniform random, so a gradient that is wrong in direction, not only in size, fails)
+// and the derivative of the loss along d, (L(p + eps d) - L(p - eps d)) / 2 eps with
+// eps = 1e-3, against g . d: |num - ana| < 2e-2 |ana| + 1e-3. The step spreads over the
+// whole tensor, so few kinks are crossed. (At eps 1e-2 curvature biases the estimate by
+// 3-5%; the 1e-3 floor covers float noise, seen up to 4e-4 on VGG's conv biases, whose
+// true gradient is 0 because BatchNorm follows them.)
+void directional_check(Model& m, const Batch& b) {
+  mean_loss(m, b);
+  m.backward();
+  const std::vector<float> g(m.grads().begin(), m.grads().end());
+  const std::vector<float> p0(m.params().begin(), m.params().end());
+  auto p = m.params();
+  Rng rng(123);
+  for (const auto& info : m.param_infos()) {
+    double gn = 0.0, rn = 0.0;
+    std::vector<double> r(info.count), d(info.count);
+    for (std::size_t j = 0; j < info.count; ++j) {
+      r[j] = rng.uniform(-1.f, 1.f);
+      gn += static_cast<double>(g[info.offset + j]) * g[info.offset + j];
+      rn += r[j] * r[j];
+    }
+    gn = std::sqrt(gn);
+    rn = std::sqrt(rn);
+    double dn = 0.0, ana = 0.0;
+    for (std::size_t j = 0; j < info.count; ++j) {
+      d[j] = (gn > 0 ? g[info.offset + j] / gn : 0.0) + r[j] / rn;
+      dn += d[j] * d[j];
+    }
+    dn = std::sqrt(dn);
+    for (std::size_t j = 0; j < info.count; ++j) {
+      d[j] /= dn;
+      ana += d[j] * g[info.offset + j];
+    }
+    const double eps = 1e-3;
+    auto shifted_loss = [&](double t) {
+      for (std::size_t j = 0; j < info.count; ++j) p[info.offset + j] = static_cast<float>(p0[info.offset + j] + t * d[j]);
+      return mean_loss(m, b);
+    };
+    const double num = (shifted_loss(eps) - shifted_loss(-eps)) / (2 * eps);
+    std::copy(p0.begin() + info.offset, p0.begin() + info.offset + info.count, p.begin() + info.offset);
+    INFO(m.name() << " " << info.name << ": analytic " << ana << ", numeric " << num);
+    CHECK(std::abs(num - ana) < 2e-2 * std::abs(ana) + 1e-3);
+  }
 }
 
 std::size_t count_params(const std::vector<std::pair<std::size_t, std::size_t>>& layers) {
@@ -93,6 +154,12 @@ TEST_CASE("Zoo models have the published parameter counts", "[nn][model]") {
   CHECK(Model("lenet5", {1, 28, 28}, 10).num_params() == 61706);
   CHECK(Model("mlp", {3, 32, 32}, 10).num_params() == 3846442);
   CHECK(Model("logreg", {1, 28, 28}, 10).num_params() == 7850);
+  // VGG-11 with BN for CIFAR (e.g. kuangliu/pytorch-cifar): 9,231,114 (conv biases kept).
+  CHECK(Model("vgg11", {3, 32, 32}, 10).num_params() == 9231114);
+  // Our documented CIFAR AlexNet and the SVHN CNN (sums of their layer sizes; checked
+  // against torch.nn layers of the same sizes when written).
+  CHECK(Model("alexnet", {3, 32, 32}, 10).num_params() == 7706442);
+  CHECK(Model("svhn-cnn", {3, 32, 32}, 10).num_params() == 40450);
   // The same counts summed from the layer sizes, for a shape/class count nobody published.
   CHECK(Model("mlp", {1, 28, 28}, 7).num_params() ==
         count_params({{784, 1024}, {1024, 512}, {512, 256}, {256, 128}, {128, 64}, {64, 32}, {32, 7}}));
@@ -102,7 +169,9 @@ TEST_CASE("Zoo models have the published parameter counts", "[nn][model]") {
 
 TEST_CASE("Zoo models produce (n, classes) logits and list themselves", "[nn][model]") {
   const std::vector<std::pair<std::string, ImageShape>> cases{
-      {"logreg", {1, 28, 28}}, {"lenet5", {1, 28, 28}}, {"mlp", {3, 32, 32}}};
+      {"logreg", {1, 28, 28}}, {"lenet5", {1, 28, 28}}, {"mlp", {3, 32, 32}},
+      {"svhn-cnn", {3, 32, 32}}, {"alexnet", {3, 32, 32}}, {"vgg11", {3, 32, 32}}};
+  CHECK(model_zoo().size() == cases.size());
   for (const auto& [name, shape] : cases) {
     Model m(name, shape, 10);
     const auto b = random_batch(shape, 3, 10, 1);
@@ -119,6 +188,7 @@ TEST_CASE("Unknown models and impossible shapes throw std::invalid_argument", "[
   CHECK_THROWS_AS(Model("lenet5", {1, 8, 8}, 10), std::invalid_argument);
   CHECK_THROWS_AS(Model("lenet5", {0, 28, 28}, 10), std::invalid_argument);
   CHECK_THROWS_AS(Model("logreg", {1, 28, 28}, 1), std::invalid_argument);
+  CHECK_THROWS_AS(Model("vgg11", {3, 16, 16}, 10), std::invalid_argument);  // five 2x2 pools need >= 32
   try {
     Model("lenet5", {1, 8, 8}, 10);
   } catch (const std::invalid_argument& e) {
@@ -208,27 +278,53 @@ TEST_CASE("Whole models pass a gradient check", "[nn][model]") {
     m.init(3);
     gradient_check(m, random_batch({1, 4, 4}, 3, 3, 13));
   }
+  {
+    Model m("svhn-cnn", {3, 12, 12}, 4);
+    m.init(4);
+    gradient_check(m, random_batch({3, 12, 12}, 3, 4, 14));
+    directional_check(m, random_batch({3, 12, 12}, 3, 4, 14));
+  }
+  {
+    // Dropout masks are fixed by the noise seed (0 in every forward here), LRN included.
+    Model m("alexnet", {3, 8, 8}, 3);
+    m.init(5);
+    directional_check(m, random_batch({3, 8, 8}, 2, 3, 15));
+  }
+  {
+    // BatchNorm in train mode: the loss depends on the batch statistics, and so must the
+    // gradient.
+    Model m("vgg11", {3, 32, 32}, 3);
+    m.init(6);
+    directional_check(m, random_batch({3, 32, 32}, 4, 3, 16));
+  }
 }
 
 TEST_CASE("Zoo models overfit a tiny batch with plain SGD", "[nn][model]") {
+  // Random images with random labels: only memorisation lowers the loss. Models with
+  // dropout or BatchNorm are judged on the eval-phase loss too (running statistics).
   struct Cfg { std::string name; ImageShape shape; int n, steps; float lr; };
   const std::vector<Cfg> cfgs{
-      {"logreg", {1, 28, 28}, 8, 200, 0.05f}, {"lenet5", {1, 28, 28}, 8, 300, 0.05f}, {"mlp", {3, 16, 16}, 8, 200, 0.02f}};
+      {"logreg", {1, 28, 28}, 8, 200, 0.05f},   {"lenet5", {1, 28, 28}, 8, 300, 0.05f},
+      {"mlp", {3, 16, 16}, 8, 200, 0.02f},      {"svhn-cnn", {3, 32, 32}, 8, 300, 0.05f},
+      {"alexnet", {3, 16, 16}, 8, 150, 0.02f},  {"vgg11", {3, 32, 32}, 8, 40, 0.05f}};
   for (const auto& c : cfgs) {
     Model m(c.name, c.shape, 10);
     m.init(5);
     const auto b = random_batch(c.shape, c.n, 10, 21);
-    const double first = mean_loss(m, b);
+    const double first_eval = m.forward(b.x.data(), b.y.data(), c.n, Phase::kEval).loss_sum / c.n;
+    const double first = mean_loss(m, b, Phase::kTrain, 0);
     m.backward();
     double last = first;
     for (int s = 0; s < c.steps; ++s) {
       sgd_step(m, c.lr);
-      last = mean_loss(m, b);
+      last = mean_loss(m, b, Phase::kTrain, static_cast<std::uint64_t>(s + 1));
       m.backward();
     }
     const auto r = m.forward(b.x.data(), b.y.data(), c.n, Phase::kEval);
-    INFO(c.name << ": loss " << first << " -> " << last);
+    INFO(c.name << ": train loss " << first << " -> " << last << ", eval loss " << first_eval << " -> "
+                << r.loss_sum / c.n << ", eval correct " << r.correct);
     CHECK(last < 0.1 * first);
+    CHECK(r.loss_sum / c.n < 0.2 * first_eval);
     CHECK(r.correct == c.n);
   }
 }
@@ -261,4 +357,37 @@ TEST_CASE("signature and flops_per_image describe the model", "[nn][model]") {
   CHECK(sig != Model("lenet5", {1, 32, 32}, 10).signature());
   CHECK(std::count(sig.begin(), sig.end(), '\n') == 1 + 12);
   CHECK_THAT(sig, Catch::Contains("conv2d(in=1,out=6,k=5,s=1,p=2,bias=1) 1x28x28 -> 6x28x28"));
+}
+
+TEST_CASE("Dropout masks follow the forward's noise seed", "[nn][model]") {
+  Model m("alexnet", {3, 16, 16}, 10);
+  m.init(9);
+  const auto b = random_batch({3, 16, 16}, 4, 10, 41);
+  const double a1 = mean_loss(m, b, Phase::kTrain, 1);
+  const double a2 = mean_loss(m, b, Phase::kTrain, 1);
+  const double c = mean_loss(m, b, Phase::kTrain, 2);
+  CHECK(a1 == a2);
+  CHECK(a1 != c);
+  const double e1 = mean_loss(m, b, Phase::kEval, 1);
+  const double e2 = mean_loss(m, b, Phase::kEval, 2);
+  CHECK(e1 == e2);  // eval: no dropout
+}
+
+TEST_CASE("BatchNorm running statistics live in buffers(), move in train and not in eval", "[nn][model]") {
+  Model m("vgg11", {3, 32, 32}, 10);
+  // Two floats (mean, var) per channel of the eight BatchNorm layers.
+  CHECK(m.buffers().size() == 2u * (64 + 128 + 256 + 256 + 512 + 512 + 512 + 512));
+  for (const auto& info : m.param_infos())
+    if (info.kind == ParamKind::kNormScale || info.kind == ParamKind::kNormShift) CHECK(info.name.find("bn") == 0);
+  m.init(1);
+  const std::vector<float> initial(m.buffers().begin(), m.buffers().end());
+  CHECK(std::all_of(initial.begin(), initial.begin() + 64, [](float v) { return v == 0.f; }));    // bn1 mean
+  CHECK(std::all_of(initial.begin() + 64, initial.begin() + 128, [](float v) { return v == 1.f; }));  // bn1 var
+  const auto b = random_batch({3, 32, 32}, 2, 10, 51);
+  mean_loss(m, b, Phase::kEval);
+  CHECK(std::equal(initial.begin(), initial.end(), m.buffers().begin()));
+  mean_loss(m, b, Phase::kTrain);
+  CHECK(!std::equal(initial.begin(), initial.end(), m.buffers().begin()));
+  m.init(1);
+  CHECK(std::equal(initial.begin(), initial.end(), m.buffers().begin()));
 }
