@@ -44,6 +44,9 @@ struct Model::Impl {
   int classes = 0;
   std::vector<std::unique_ptr<Layer>> layers;
   std::vector<Dims> shapes;  // shapes[b]: activation at boundary b for N = 1
+  // Layer i must propagate diff_src only if a layer before it has parameters (the MLP's
+  // first Linear follows Flatten: its backward-data would be 20% of the step for nothing).
+  std::vector<bool> need_diff_src;
   Tensor params, grads, buffers;
   std::vector<ParamInfo> infos;
   std::vector<std::int64_t> fan_ins;                         // per info
@@ -72,7 +75,7 @@ Plan& Model::Impl::plan_for(int n, Phase phase) {
   p->prod[0] = p->input;
   for (std::size_t i = 0; i < L; ++i) {
     Layer& layer = *layers[i];
-    layer.prepare(p->prod[i].get_desc(), phase, i > 0);
+    layer.prepare(p->prod[i].get_desc(), phase, need_diff_src[i]);
     // The user's input is always copied in (reordered if the first layer wants another
     // layout), so no layer ever writes into the caller's buffer.
     if (i == 0 || layer.src_md() != p->prod[i].get_desc()) {
@@ -110,7 +113,7 @@ Plan& Model::Impl::plan_for(int n, Phase phase) {
         p->dreorder[b] = dnnl::reorder(p->dprod[b], p->dcons[b]);
       }
       // dprod[b-1]: layer b-1's diff_src (none for the first layer).
-      if (b - 1 == 0) break;
+      if (!need_diff_src[b - 1]) break;
       Layer& layer = *layers[b - 1];
       const bool in_place = layer.in_place() && layer.diff_src_md().get_size() == want.get_size();
       p->dprod[b - 1] = in_place ? memory(layer.diff_src_md(), eng, p->dcons[b].get_data_handle())
@@ -128,7 +131,12 @@ Model::Model(const std::string& name, ImageShape input, int classes) : impl_(std
   m.classes = classes;
   m.layers = build_zoo_layers(name, input, classes);
   m.shapes.push_back({1, input.channels, input.height, input.width});
-  for (auto& layer : m.layers) m.shapes.push_back(layer->out_shape(m.shapes.back()));
+  bool params_before = false;
+  for (auto& layer : m.layers) {
+    m.shapes.push_back(layer->out_shape(m.shapes.back()));
+    m.need_diff_src.push_back(params_before);
+    params_before = params_before || !layer->param_specs().empty();
+  }
   if (m.shapes.back() != Dims{1, classes})
     throw std::invalid_argument(fmt::format("model {}: ends in shape {}, expected (1, {})", name,
                                             dims_str(m.shapes.back()), classes));
@@ -237,7 +245,7 @@ LossResult Model::forward(const float* src, const std::int32_t* labels, int n, P
   p.input.set_data_handle(const_cast<float*>(src));  // only ever read (reordered into cons[0])
   for (std::size_t i = 0; i < m.layers.size(); ++i) {
     if (p.reorder[i]) p.reorder[i].execute(strm, p.prod[i], p.cons[i]);
-    m.layers[i]->prepare(p.prod[i].get_desc(), phase, i > 0);  // selects this plan's state
+    m.layers[i]->prepare(p.prod[i].get_desc(), phase, m.need_diff_src[i]);  // selects this plan's state
     const std::uint64_t seed = derive_seed(noise_seed, {static_cast<std::uint64_t>(RngPurpose::kDropout), i});
     m.layers[i]->forward(p.cons[i], p.prod[i + 1], phase, seed);
   }
@@ -256,12 +264,13 @@ void Model::backward(const GradReadyFn& on_ready) {
   m.loss.backward(static_cast<float*>(p.diff_logits.get_data_handle()));
   for (std::size_t i = m.layers.size(); i-- > 0;) {
     if (p.dreorder[i + 1]) p.dreorder[i + 1].execute(strm, p.dprod[i + 1], p.dcons[i + 1]);
-    m.layers[i]->prepare(p.prod[i].get_desc(), Phase::kTrain, i > 0);
-    m.layers[i]->backward(p.dcons[i + 1], i > 0 ? p.dprod[i] : memory());
+    m.layers[i]->prepare(p.prod[i].get_desc(), Phase::kTrain, m.need_diff_src[i]);
+    m.layers[i]->backward(p.dcons[i + 1], m.need_diff_src[i] ? p.dprod[i] : memory());
     if (on_ready && m.ranges[i].second > 0) {
       strm.wait();
       on_ready(m.ranges[i].first, m.ranges[i].second);
     }
+    if (!m.need_diff_src[i]) break;  // nothing before layer i has parameters
   }
   strm.wait();
   m.can_backward = false;
