@@ -6,6 +6,7 @@
 #include "nn/Conv2d.h"
 
 #include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -64,10 +65,11 @@ struct Conv2d::ConvState : State {
   ReorderedMemory bwd_data_weights;  // arena (plain) -> backward-data layout, if it differs
   ReorderedMemory diff_weights;      // backward-weights layout -> grad arena (plain)
   memory bias, diff_bias;            // plain (O), straight in the arenas
-  memory::desc bwd_data_diff_dst_md;  // layouts backward-data / backward-weights want for
-  memory::desc bwd_weights_src_md;    // diff_dst and src; reordered when they differ from
-  memory bwd_data_diff_dst, bwd_weights_src;  // the layer's declared diff_dst_md / src_md
-  dnnl::reorder to_bwd_data_diff_dst, to_bwd_weights_src;
+  // Layouts backward-data / backward-weights want for diff_dst and src, with reorders from
+  // the layer's declared diff_dst_md / src_md when they differ (empty memory: no reorder).
+  memory::desc bwd_data_diff_dst_md, bwd_weights_diff_dst_md, bwd_weights_src_md;
+  memory bwd_data_diff_dst, bwd_weights_diff_dst, bwd_weights_src;
+  dnnl::reorder to_bwd_data_diff_dst, to_bwd_weights_diff_dst, to_bwd_weights_src;
 };
 
 std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase phase, bool need_diff_src) {
@@ -96,15 +98,34 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
 
   if (phase == Phase::kTrain) {
     // Backward pds take the forward pd as hint so they agree on layouts where they can.
-    const dnnl::convolution_backward_weights::desc bww_desc(dnnl::algorithm::convolution_direct, src_any, w_any,
-                                                            bias_ ? b_md : no_md, dst_any, strides, pad, pad);
-    const dnnl::convolution_backward_weights::primitive_desc bww_pd(bww_desc, eng, fwd_pd);
+    // The layer's diff_dst is declared in the forward dst layout: the layers after a conv
+    // (ReLU, pooling, BN) produce their diff_src in the layout of their forward src.
+    s->diff_dst_md = s->dst_md;
+    // Backward-weights: first with the forward's src / diff_dst layouts, which saves two
+    // activation reorders per step, as long as oneDNN still has a jit kernel for them; else
+    // with layouts of its choosing (e.g. for 6 input channels it picks avx2 with 8-blocking).
+    dnnl::convolution_backward_weights::primitive_desc bww_pd;
+    {
+      const dnnl::convolution_backward_weights::desc fixed(dnnl::algorithm::convolution_direct, s->src_md, w_any,
+                                                           bias_ ? b_md : no_md, s->dst_md, strides, pad, pad);
+      bww_pd = dnnl::convolution_backward_weights::primitive_desc(fixed, eng, fwd_pd, /*allow_empty=*/true);
+      if (bww_pd && std::string(bww_pd.impl_info_str()).rfind("jit", 0) != 0) bww_pd = {};
+    }
+    if (!bww_pd) {
+      const dnnl::convolution_backward_weights::desc any(dnnl::algorithm::convolution_direct, src_any, w_any,
+                                                         bias_ ? b_md : no_md, dst_any, strides, pad, pad);
+      bww_pd = dnnl::convolution_backward_weights::primitive_desc(any, eng, fwd_pd);
+    }
     s->bwd_weights = dnnl::convolution_backward_weights(bww_pd);
-    s->diff_dst_md = bww_pd.diff_dst_desc();
     s->bwd_weights_src_md = bww_pd.src_desc();
     if (s->bwd_weights_src_md != s->src_md) {
       s->bwd_weights_src = memory(s->bwd_weights_src_md, eng);
       s->to_bwd_weights_src = dnnl::reorder(memory(s->src_md, eng, DNNL_MEMORY_NONE), s->bwd_weights_src);
+    }
+    s->bwd_weights_diff_dst_md = bww_pd.diff_dst_desc();
+    if (s->bwd_weights_diff_dst_md != s->diff_dst_md) {
+      s->bwd_weights_diff_dst = memory(s->bwd_weights_diff_dst_md, eng);
+      s->to_bwd_weights_diff_dst = dnnl::reorder(memory(s->diff_dst_md, eng, DNNL_MEMORY_NONE), s->bwd_weights_diff_dst);
     }
     const memory user_dw(plain_md(grads_[0].dims()), eng, grads_[0].data());
     s->diff_weights = ReorderedMemory(user_dw, bww_pd.diff_weights_desc());
@@ -154,13 +175,17 @@ void Conv2d::run_backward(State& base, const memory& diff_dst, const memory& dif
     s.bwd_data.execute(strm, {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, s.bwd_data_weights.get()},
                               {DNNL_ARG_DIFF_SRC, diff_src}});
   }
-  memory src = s.src;
+  memory src = s.src, dd = diff_dst;
   if (s.bwd_weights_src) {
     s.to_bwd_weights_src.execute(strm, {{DNNL_ARG_FROM, s.src}, {DNNL_ARG_TO, s.bwd_weights_src}});
     src = s.bwd_weights_src;
   }
+  if (s.bwd_weights_diff_dst) {
+    s.to_bwd_weights_diff_dst.execute(strm, {{DNNL_ARG_FROM, diff_dst}, {DNNL_ARG_TO, s.bwd_weights_diff_dst}});
+    dd = s.bwd_weights_diff_dst;
+  }
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, s.diff_weights.get()}};
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_DIFF_WEIGHTS, s.diff_weights.get()}};
   if (bias_) args[DNNL_ARG_DIFF_BIAS] = s.diff_bias;
   s.bwd_weights.execute(strm, args);
   s.diff_weights.push();
