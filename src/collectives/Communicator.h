@@ -12,6 +12,8 @@
 
 namespace ringtrain {
 
+struct AllreduceTuning;  // collectives/AllreduceTuning.h
+
 enum class AllreduceAlgo {
   kRing,                // reduce-scatter + all-gather over point-to-point (2(N-1)/N per rank)
   kMpi,                 // MPI_Allreduce as Open MPI implements it
@@ -55,6 +57,10 @@ class Communicator {
   virtual std::string host_name() const = 0;
   // "Open MPI v4.1.4" or "none (single process)".
   virtual std::string library_version() const = 0;
+
+  // Chunk sizes and `auto` thresholds for the hand-written algorithms (added for
+  // allreduce_bench and experiments; communicators without tunables ignore it).
+  virtual void set_allreduce_tuning(const AllreduceTuning& /*tuning*/) {}
 };
 
 }  // namespace ringtrain

@@ -1,0 +1,130 @@
+// allreduce_bench: nccl-tests style all-reduce benchmark (ring, mpi, ps, rd, auto) with a
+// correctness check at every size. Thin: parsing here, the work in collectives/BenchRunner.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include "collectives/BenchRunner.h"
+#include "collectives/MpiCommunicator.h"
+#include "collectives/MpiEnvironment.h"
+
+namespace {
+
+struct Options {
+  std::string min_bytes = "4";
+  std::string max_bytes = "256M";
+  std::string sizes;
+  std::string algo = "all";
+  int warmup = 5;
+  int iters = 20;
+  int repeats = 3;
+  double chunk_kb = 1024;
+  int recv_depth = 2;
+  double ps_chunk_kb = 1024;
+  std::string auto_ring_min = "1M";
+  std::string auto_ring_min_shm = "4M";
+  std::string rd_doubling_max = "2K";
+  bool mean = false;
+  std::string csv;
+  std::string json;
+};
+
+ringtrain::BenchConfig make_config(const Options& o) {
+  ringtrain::BenchConfig config;
+  config.sizes = o.sizes.empty()
+                     ? ringtrain::power_of_two_sizes(ringtrain::parse_byte_size(o.min_bytes),
+                                                     ringtrain::parse_byte_size(o.max_bytes))
+                     : ringtrain::parse_size_list(o.sizes);
+  config.algos = ringtrain::parse_algo_list(o.algo);
+  for (auto a : config.algos) {
+    if (a == ringtrain::AllreduceAlgo::kMpi && config.algos.size() > 1) config.compare_to_mpi = true;
+  }
+  config.warmup = o.warmup;
+  config.iters = o.iters;
+  config.repeats = o.repeats;
+  config.mean = o.mean;
+  if (o.chunk_kb <= 0 || o.ps_chunk_kb <= 0) throw std::invalid_argument("chunk sizes must be positive");
+  config.tuning.ring_chunk_bytes = static_cast<std::size_t>(o.chunk_kb * 1024);
+  config.tuning.ring_recv_depth = o.recv_depth;
+  config.tuning.ps_chunk_bytes = static_cast<std::size_t>(o.ps_chunk_kb * 1024);
+  config.tuning.auto_ring_min_bytes = ringtrain::parse_byte_size(o.auto_ring_min);
+  config.tuning.auto_ring_min_bytes_single_host = ringtrain::parse_byte_size(o.auto_ring_min_shm);
+  config.tuning.rd_doubling_max_bytes = ringtrain::parse_byte_size(o.rd_doubling_max);
+  return config;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ringtrain::MpiEnvironment env(argc, argv);
+  int rank = 0;
+  try {
+    auto comm = env.world();
+    rank = comm->rank();
+
+    CLI::App app{"allreduce_bench: all-reduce bandwidth and latency (nccl-tests style)"};
+    Options o;
+    app.add_option("--min-bytes", o.min_bytes, "smallest size (K/M/G suffixes)")->capture_default_str();
+    app.add_option("--max-bytes", o.max_bytes, "largest size; sizes double from --min-bytes")->capture_default_str();
+    app.add_option("--sizes", o.sizes, "explicit comma list of sizes instead, e.g. 1K,1M,64M");
+    app.add_option("--algo", o.algo, "ring|mpi|ps|rd|auto|all or a comma list")->capture_default_str();
+    app.add_option("--warmup", o.warmup, "untimed calls per size and algorithm")->capture_default_str()->check(CLI::NonNegativeNumber);
+    app.add_option("--iters", o.iters, "timed calls per size and algorithm")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--repeats", o.repeats, "timed loops per algorithm, taken in turns; best counts")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--chunk-kb", o.chunk_kb, "ring pipeline chunk (KiB)")->capture_default_str();
+    app.add_option("--recv-depth", o.recv_depth, "ring receives posted ahead")->capture_default_str()->check(CLI::Range(1, 64));
+    app.add_option("--ps-chunk-kb", o.ps_chunk_kb, "parameter-server chunk (KiB)")->capture_default_str();
+    app.add_option("--auto-ring-min", o.auto_ring_min, "auto across hosts: ring from this size on, rd below")->capture_default_str();
+    app.add_option("--auto-ring-min-shm", o.auto_ring_min_shm, "auto on one host: ring from this size on")->capture_default_str();
+    app.add_option("--rd-doubling-max", o.rd_doubling_max, "rd: whole-vector doubling up to this size")->capture_default_str();
+    app.add_flag("--mean", o.mean, "check and time the mean (sum * 1/N) variant");
+    app.add_option("--csv", o.csv, "also write the results as CSV");
+    app.add_option("--json", o.json, "also write the results as JSON");
+
+    ringtrain::BenchConfig config;
+    try {
+      app.parse(argc, argv);
+      config = make_config(o);
+    } catch (const CLI::CallForHelp&) {
+      if (rank == 0) std::cout << app.help();
+      return 0;
+    } catch (const CLI::ParseError& e) {
+      if (rank == 0) std::fprintf(stderr, "allreduce_bench: usage error: %s (see --help)\n", e.what());
+      return 2;
+    } catch (const std::invalid_argument& e) {
+      if (rank == 0) std::fprintf(stderr, "allreduce_bench: usage error: %s (see --help)\n", e.what());
+      return 2;
+    }
+
+    if (rank == 0) {
+      const auto hosts = comm->allgather(comm->host_name());
+      std::string host_list;
+      for (const auto& h : hosts) host_list += (host_list.empty() ? "" : ",") + h;
+      const auto* mpi = dynamic_cast<const ringtrain::MpiCommunicator*>(comm.get());
+      const bool single_host = mpi == nullptr || mpi->single_host();
+      std::cout << "# allreduce_bench: " << comm->size() << " ranks, " << comm->library_version()
+                << ", hosts " << host_list << " (MPI: " << (single_host ? "one host" : "several hosts")
+                << ", auto uses rd below " << (single_host ? o.auto_ring_min_shm : o.auto_ring_min) << ")" << "\n# ring chunk " << o.chunk_kb << " KiB x" << o.recv_depth
+                << ", warmup " << o.warmup << ", iters " << o.iters << " x best of " << o.repeats << ", op " << (o.mean ? "mean" : "sum")
+                << ", GB = 1e9 B, busbw = algbw * 2(N-1)/N, times per call averaged over iters\n";
+    } else {
+      comm->allgather(comm->host_name());
+    }
+    const auto rows = ringtrain::run_allreduce_bench(*comm, config, &std::cout);
+    std::uint64_t errors = 0;
+    for (const auto& r : rows) errors += r.errors;
+    if (rank == 0) {
+      if (!o.csv.empty()) ringtrain::write_bench_csv(rows, comm->size(), o.csv);
+      if (!o.json.empty()) ringtrain::write_bench_json(rows, comm->size(), comm->library_version(), config, o.json);
+      std::cout << "# errors: " << errors << (errors ? "  (MISMATCH)" : "  (all sizes correct)") << "\n";
+    }
+    comm->barrier();
+    return errors ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "allreduce_bench: [rank %d] error: %s\n", rank, e.what());
+    ringtrain::MpiEnvironment::abort(1);
+  }
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# All-reduce comparison with apps/allreduce_bench: ring vs MPI_Allreduce vs ps vs rd vs
+# auto on shared memory at np 2 and 4; with --cluster also on the emulated cluster of
+# scripts/mpirun/cluster.sh (1 rank per node, tbf-shaped links), torn down afterwards.
+#
+#   scripts/bench/allreduce.sh [--quick] [--cluster] [--nodes "3 4"] [--link-rate 1gbit]
+#                              [--out DIR] [-- extra allreduce_bench flags]
+#
+# Tables go to stdout; CSV/JSON per run into --out (default build/bench/allreduce).
+# Every ratio (vs_mpi) compares algorithms measured in the same run; repeats take turns
+# over the algorithms and the best repeat counts, to damp noise from other processes.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${RINGTRAIN_BUILD_DIR:-$root/build}
+bench=$build/apps/allreduce_bench
+quick=0
+cluster=0
+nodes_list="3 4"
+link_rate=1gbit
+out=$build/bench/allreduce
+extra=()
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --quick) quick=1; shift ;;
+    --cluster) cluster=1; shift ;;
+    --nodes) nodes_list=$2; shift 2 ;;
+    --link-rate) link_rate=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "allreduce.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ -x $bench ]] || { echo "allreduce.sh: $bench not built (run scripts/build.sh)" >&2; exit 1; }
+mkdir -p "$out"
+if [[ $(id -u) -eq 0 ]]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export OMP_NUM_THREADS=1
+
+if [[ $quick -eq 1 ]]; then
+  shm_args=(--min-bytes 4 --max-bytes 16M --warmup 2 --iters 5 --repeats 3)
+  net_args=(--sizes 16M,64M --warmup 1 --iters 1 --repeats 2)
+else
+  shm_args=(--min-bytes 4 --max-bytes 256M --warmup 3 --iters 5 --repeats 7)
+  net_args=(--sizes 16M,32M,64M --warmup 1 --iters 2 --repeats 3)
+fi
+
+for np in 2 4; do
+  echo "## shared memory, np $np ($(date -u +%H:%M:%S) UTC, load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  mpirun -np "$np" --oversubscribe --bind-to none -x OMP_NUM_THREADS "$bench" --algo all \
+    "${shm_args[@]}" --csv "$out/shm_np$np.csv" --json "$out/shm_np$np.json" "${extra[@]}"
+  echo
+done
+
+if [[ $cluster -eq 1 ]]; then
+  cluster_sh=$root/scripts/mpirun/cluster.sh
+  trap '"$cluster_sh" down >/dev/null 2>&1 || true' EXIT
+  for nodes in $nodes_list; do
+    "$cluster_sh" down >/dev/null 2>&1 || true
+    "$cluster_sh" up --nodes "$nodes" --link-rate "$link_rate"
+    echo "## emulated cluster: $nodes nodes x 1 rank, $link_rate links ($(date -u +%H:%M:%S) UTC)"
+    "$cluster_sh" run --np "$nodes" -- "$bench" --algo mpi,ring,ps,rd \
+      "${net_args[@]}" --csv "$out/cluster_n$nodes.csv" --json "$out/cluster_n$nodes.json" "${extra[@]}"
+    "$cluster_sh" down
+    echo
+  done
+fi

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Emulated cluster on one machine: K network namespaces (rt-node0..) joined by a bridge,
+# each node's link rate-limited with tc tbf in both directions, and mpirun launching into
+# the namespaces through an rsh agent (`ip netns exec`), since there is no sshd.
+#
+#   cluster.sh up [--nodes K] [--slots S] [--link-rate 1gbit] [--burst 512kb] [--latency 50ms]
+#                 [--mtu 9000]
+#   cluster.sh run [--np N] [--map-by node] [--dry-run] -- <program> [args...]
+#   cluster.sh status
+#   cluster.sh down
+#
+# Addresses: 10.213.0.(i+1)/24 for rt-node<i>, 10.213.0.254 for the root namespace's end of
+# the bridge (mpirun runs there and its daemons call back to it). Nothing outside the
+# namespaces, veths and bridge this script creates is changed; `down` removes all of it.
+set -euo pipefail
+
+readonly kPrefix=rt-node
+readonly kBridge=rt-br0
+readonly kSubnet=10.213.0
+readonly kCidr=10.213.0.0/24
+readonly kHostAddr=10.213.0.254
+readonly kStateDir=${RINGTRAIN_CLUSTER_STATE:-/run/ringtrain-cluster}
+
+usage() {
+  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+die() {
+  echo "cluster.sh: $*" >&2
+  exit 1
+}
+
+require_tools() {
+  [[ $(id -u) -eq 0 ]] || die "must run as root (network namespaces, veth, tc need CAP_NET_ADMIN); try sudo"
+  command -v ip >/dev/null 2>&1 || die "'ip' (iproute2) not found; install iproute2"
+  command -v tc >/dev/null 2>&1 || die "'tc' (iproute2) not found; install iproute2"
+}
+
+node_count() {
+  [[ -f $kStateDir/nodes ]] || die "no cluster is up (run: cluster.sh up --nodes K)"
+  cat "$kStateDir/nodes"
+}
+
+# tbf on one interface (optionally inside a namespace): the rate limit of that direction.
+shape() {
+  local ns=$1 dev=$2 rate=$3 burst=$4 latency=$5
+  local -a exec=()
+  [[ -n $ns ]] && exec=(ip netns exec "$ns")
+  "${exec[@]}" tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency "$latency"
+}
+
+cmd_up() {
+  local nodes=4 slots=1 rate=1gbit burst=512kb latency=50ms mtu=9000
+  while [[ $# -gt 0 ]]; do
+    case $1 in
+      --nodes) nodes=$2; shift 2 ;;
+      --slots) slots=$2; shift 2 ;;
+      --link-rate) rate=$2; shift 2 ;;
+      --burst) burst=$2; shift 2 ;;
+      --latency) latency=$2; shift 2 ;;
+      --mtu) mtu=$2; shift 2 ;;
+      -h|--help) usage; exit 0 ;;
+      *) echo "cluster.sh up: unknown option '$1'" >&2; exit 2 ;;
+    esac
+  done
+  [[ $nodes =~ ^[0-9]+$ && $nodes -ge 1 && $nodes -le 64 ]] || { echo "cluster.sh up: --nodes must be 1..64" >&2; exit 2; }
+  [[ $slots =~ ^[0-9]+$ && $slots -ge 1 ]] || { echo "cluster.sh up: --slots must be a positive integer" >&2; exit 2; }
+  require_tools
+  if [[ -f $kStateDir/nodes ]]; then
+    die "a cluster is already up ($(cat "$kStateDir/nodes") nodes); run 'cluster.sh down' first"
+  fi
+  mkdir -p "$kStateDir"
+  echo "$nodes" >"$kStateDir/nodes"
+  # From here on, a failure leaves state that `down` knows how to remove.
+  trap 'echo "cluster.sh: up failed; removing what was made" >&2; cmd_down >/dev/null 2>&1 || true' ERR
+
+  # Jumbo frames (9000 by default, as on cluster Ethernet): with 1500-byte packets the
+  # kernel's per-packet work for K emulated nodes saturates the few real cores long before
+  # the shaped rate is reached.
+  ip link add "$kBridge" type bridge
+  ip link set "$kBridge" mtu "$mtu"
+  ip addr add "$kHostAddr/24" dev "$kBridge"
+  ip link set "$kBridge" up
+  : >"$kStateDir/hostfile"
+  for ((i = 0; i < nodes; i++)); do
+    local ns=$kPrefix$i host_if=rt-veth$i
+    ip netns add "$ns"
+    ip link add "$host_if" type veth peer name eth0 netns "$ns"
+    ip link set "$host_if" mtu "$mtu"
+    ip netns exec "$ns" ip link set eth0 mtu "$mtu"
+    ip link set "$host_if" master "$kBridge"
+    ip link set "$host_if" up
+    ip netns exec "$ns" ip link set lo up
+    ip netns exec "$ns" ip addr add "$kSubnet.$((i + 1))/24" dev eth0
+    ip netns exec "$ns" ip link set eth0 up
+    # Node -> bridge (the node's uplink) and bridge -> node (its downlink).
+    shape "$ns" eth0 "$rate" "$burst" "$latency"
+    shape "" "$host_if" "$rate" "$burst" "$latency"
+    echo "$ns slots=$slots" >>"$kStateDir/hostfile"
+  done
+
+  # The rsh agent: Open MPI runs `<agent> <host> <orted command line>` as it would ssh.
+  cat >"$kStateDir/netns-agent" <<'AGENT'
+#!/bin/sh
+# Open MPI plm_rsh_agent: run the command in the network namespace named by the host.
+host=$1
+shift
+case $host in
+  rt-node[0-9]*) ;;
+  *) echo "netns-agent: unknown host '$host' (expected rt-node<i>)" >&2; exit 255 ;;
+esac
+exec ip netns exec "$host" /bin/sh -c "$*"
+AGENT
+  chmod 755 "$kStateDir/netns-agent"
+  echo "$rate $burst $latency mtu $mtu" >"$kStateDir/link"
+  trap - ERR
+  echo "cluster up: $nodes nodes (${kPrefix}0..${kPrefix}$((nodes - 1))), $kCidr, link $rate each way (tbf burst $burst latency $latency)"
+  echo "hostfile: $kStateDir/hostfile   agent: $kStateDir/netns-agent"
+}
+
+cmd_down() {
+  require_tools
+  local ns
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$kPrefix[0-9]+$" || true); do
+    # Processes left in a namespace (a killed mpirun's daemons) keep it busy.
+    local pids
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    [[ -n $pids ]] && kill $pids 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  local link
+  for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E '^rt-veth[0-9]+$' || true); do
+    ip link del "$link" 2>/dev/null || true
+  done
+  ip link show "$kBridge" >/dev/null 2>&1 && ip link del "$kBridge"
+  rm -rf "$kStateDir"
+  echo "cluster down"
+}
+
+cmd_status() {
+  require_tools
+  if [[ ! -f $kStateDir/nodes ]]; then
+    echo "no cluster up"
+    return 0
+  fi
+  local nodes
+  nodes=$(node_count)
+  echo "cluster: $nodes nodes, link $(cat "$kStateDir/link" 2>/dev/null) (rate burst latency mtu)"
+  for ((i = 0; i < nodes; i++)); do
+    local ns=$kPrefix$i
+    echo "== $ns: $(ip netns exec "$ns" ip -4 -o addr show dev eth0 | awk '{print $4}')"
+    ip netns exec "$ns" tc -s qdisc show dev eth0 | sed 's/^/   up:   /'
+    tc -s qdisc show dev "rt-veth$i" | sed 's/^/   down: /'
+  done
+}
+
+cmd_run() {
+  local np="" map_by=node dry=0
+  while [[ $# -gt 0 ]]; do
+    case $1 in
+      --np) np=$2; shift 2 ;;
+      --map-by) map_by=$2; shift 2 ;;
+      --dry-run) dry=1; shift ;;
+      --) shift; break ;;
+      -h|--help) usage; exit 0 ;;
+      *) break ;;
+    esac
+  done
+  [[ $# -gt 0 ]] || { echo "cluster.sh run: no program given (cluster.sh run [--np N] -- program args)" >&2; exit 2; }
+  require_tools
+  local nodes
+  nodes=$(node_count)
+  [[ -n $np ]] || np=$nodes
+  local -a env=()
+  [[ $(id -u) -eq 0 ]] && env=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+  # ob1 + tcp,self only: no shared memory and no UCX, so every byte between ranks crosses
+  # the shaped veth links; daemons and ranks talk only on the emulated subnet. The
+  # "nodes" share the machine's cores, so idle ranks yield instead of spinning.
+  local -a cmd=(mpirun --hostfile "$kStateDir/hostfile" -np "$np" --map-by "$map_by" --bind-to none
+    --mca plm_rsh_agent "$kStateDir/netns-agent" --mca plm_rsh_no_tree_spawn 1
+    --mca mpi_yield_when_idle 1
+    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$kCidr"
+    --mca oob_tcp_if_include "$kCidr" -x OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$@")
+  echo "+ ${cmd[*]}"
+  [[ $dry -eq 1 ]] && return 0
+  "${env[@]}" "${cmd[@]}"
+}
+
+main() {
+  [[ $# -gt 0 ]] || { usage >&2; exit 2; }
+  local sub=$1
+  shift
+  case $sub in
+    up) cmd_up "$@" ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    run) cmd_run "$@" ;;
+    -h|--help|help) usage ;;
+    *) echo "cluster.sh: unknown command '$sub' (up|down|run|status)" >&2; exit 2 ;;
+  esac
+}
+
+main "$@"

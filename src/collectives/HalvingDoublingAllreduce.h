@@ -1,0 +1,22 @@
+// Recursive halving-doubling all-reduce (Rabenseifner; Thakur, Rabenseifner & Gropp 2005,
+// section 4.5): reduce-scatter by recursive halving, all-gather by recursive doubling,
+// with the standard fold of the extra ranks when N is not a power of two. Short vectors
+// use plain recursive doubling (whole vector, log2 p exchanges), as MPICH does.
+#pragma once
+
+#include "collectives/Mpi.h"
+
+#include <span>
+#include <vector>
+
+#include "collectives/AllreduceTuning.h"
+#include "collectives/TrafficStats.h"
+
+namespace ringtrain {
+
+// data <- sum over the ranks of `comm` (then * 1/N if mean), in place.
+void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
+                                const AllreduceTuning& tuning, std::vector<float>& scratch,
+                                TrafficStats& stats);
+
+}  // namespace ringtrain

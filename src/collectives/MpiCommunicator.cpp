@@ -1,0 +1,182 @@
+// MpiCommunicator: the all-reduce dispatch and the small collectives on MPI.
+//
+// Byte counters: the hand-written algorithms count exactly what they pass to point-to-point
+// calls. For work delegated to MPI's own collectives (MPI_Allreduce, MPI_Bcast,
+// MPI_Allgather[v]) the internal traffic is not observable, so they count the payload at
+// the interface: allreduce sends and receives the vector once (N > 1), broadcast's root
+// sends it and the others receive it, allgather sends this rank's value and receives the
+// others'. Barrier moves no payload.
+#include "collectives/MpiCommunicator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <stdexcept>
+#include <string>
+
+#include "collectives/HalvingDoublingAllreduce.h"
+#include "collectives/MpiCheck.h"
+#include "collectives/ParameterServerAllreduce.h"
+#include "collectives/ReduceKernels.h"
+#include "collectives/RingAllreduce.h"
+
+namespace ringtrain {
+namespace {
+
+// Largest element count passed to one MPI call (MPI counts are int).
+constexpr std::size_t kMaxCount = static_cast<std::size_t>(INT_MAX);
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) throw std::runtime_error("MpiCommunicator: MPI is not initialised");
+  RINGTRAIN_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
+  RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  RINGTRAIN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  // Shared memory vs network decides auto's crossover.
+  MPI_Comm local = MPI_COMM_NULL;
+  RINGTRAIN_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local));
+  int local_size = 0;
+  RINGTRAIN_MPI_CHECK(MPI_Comm_size(local, &local_size));
+  RINGTRAIN_MPI_CHECK(MPI_Comm_free(&local));
+  int all_local = local_size == size_ ? 1 : 0;
+  RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_MIN, comm_));
+  single_host_ = all_local == 1;
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgo algo, bool mean) {
+  if (algo == AllreduceAlgo::kAuto) algo = choose_auto_algo(data.size_bytes(), size_, single_host_, tuning_);
+  switch (algo) {
+    case AllreduceAlgo::kRing:
+      ring_allreduce(comm_, data, mean, tuning_, scratch_, stats_);
+      return;
+    case AllreduceAlgo::kRecursiveDoubling:
+      halving_doubling_allreduce(comm_, data, mean, tuning_, scratch_, stats_);
+      return;
+    case AllreduceAlgo::kParameterServer:
+      parameter_server_allreduce(comm_, data, mean, tuning_, scratch_, stats_);
+      return;
+    case AllreduceAlgo::kMpi: {
+      // MPI's reduction runs inside the call, so all of it is counted as waiting.
+      const auto start = std::chrono::steady_clock::now();
+      for (std::size_t offset = 0; offset < data.size(); offset += kMaxCount) {
+        const std::size_t n = std::min(kMaxCount, data.size() - offset);
+        RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data.data() + offset, static_cast<int>(n),
+                                          MPI_FLOAT, MPI_SUM, comm_));
+      }
+      stats_.wait_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (size_ > 1) {
+        stats_.bytes_sent += data.size_bytes();
+        stats_.bytes_received += data.size_bytes();
+      }
+      if (mean && size_ > 1) scale_in_place(data.data(), data.size(), 1.0f / static_cast<float>(size_));
+      return;
+    }
+    case AllreduceAlgo::kAuto:
+      break;
+  }
+  throw std::invalid_argument("MpiCommunicator::allreduce: invalid algorithm");
+}
+
+void MpiCommunicator::reduce_doubles(std::span<double> data, MPI_Op op) {
+  for (std::size_t offset = 0; offset < data.size(); offset += kMaxCount) {
+    const std::size_t n = std::min(kMaxCount, data.size() - offset);
+    RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data.data() + offset, static_cast<int>(n),
+                                      MPI_DOUBLE, op, comm_));
+  }
+  if (size_ > 1) {
+    stats_.bytes_sent += data.size_bytes();
+    stats_.bytes_received += data.size_bytes();
+  }
+}
+
+void MpiCommunicator::allreduce_sum(std::span<double> data) { reduce_doubles(data, MPI_SUM); }
+
+void MpiCommunicator::allreduce_max(std::span<double> data) { reduce_doubles(data, MPI_MAX); }
+
+void MpiCommunicator::broadcast(std::span<std::byte> data, int root) {
+  if (root < 0 || root >= size_) {
+    throw std::invalid_argument("broadcast: root " + std::to_string(root) + " outside [0, " +
+                                std::to_string(size_) + ")");
+  }
+  for (std::size_t offset = 0; offset < data.size(); offset += kMaxCount) {
+    const std::size_t n = std::min(kMaxCount, data.size() - offset);
+    RINGTRAIN_MPI_CHECK(MPI_Bcast(data.data() + offset, static_cast<int>(n), MPI_BYTE, root, comm_));
+  }
+  if (size_ > 1) {
+    if (rank_ == root) {
+      stats_.bytes_sent += data.size();
+    } else {
+      stats_.bytes_received += data.size();
+    }
+  }
+}
+
+std::vector<std::uint64_t> MpiCommunicator::allgather(std::uint64_t value) {
+  std::vector<std::uint64_t> values(static_cast<std::size_t>(size_));
+  RINGTRAIN_MPI_CHECK(MPI_Allgather(&value, 1, MPI_UINT64_T, values.data(), 1, MPI_UINT64_T, comm_));
+  if (size_ > 1) {
+    stats_.bytes_sent += sizeof(value);
+    stats_.bytes_received += sizeof(value) * static_cast<std::uint64_t>(size_ - 1);
+  }
+  return values;
+}
+
+std::vector<std::string> MpiCommunicator::allgather(const std::string& value) {
+  if (value.size() > kMaxCount) throw std::invalid_argument("allgather: string longer than INT_MAX");
+  const int length = static_cast<int>(value.size());
+  std::vector<int> lengths(static_cast<std::size_t>(size_));
+  RINGTRAIN_MPI_CHECK(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_));
+  std::vector<int> displs(static_cast<std::size_t>(size_));
+  std::size_t total = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (total > kMaxCount) throw std::invalid_argument("allgather: strings longer than INT_MAX in total");
+    displs[r] = static_cast<int>(total);
+    total += static_cast<std::size_t>(lengths[r]);
+  }
+  std::string joined(total, '\0');
+  RINGTRAIN_MPI_CHECK(MPI_Allgatherv(value.data(), length, MPI_CHAR, joined.data(), lengths.data(),
+                                     displs.data(), MPI_CHAR, comm_));
+  std::vector<std::string> values;
+  values.reserve(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    values.push_back(joined.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(lengths[r])));
+  }
+  if (size_ > 1) {
+    stats_.bytes_sent += value.size();
+    stats_.bytes_received += total - value.size();
+  }
+  return values;
+}
+
+void MpiCommunicator::barrier() { RINGTRAIN_MPI_CHECK(MPI_Barrier(comm_)); }
+
+std::string MpiCommunicator::host_name() const {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  RINGTRAIN_MPI_CHECK(MPI_Get_processor_name(name, &length));
+  return std::string(name, static_cast<std::size_t>(length));
+}
+
+std::string MpiCommunicator::library_version() const {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  RINGTRAIN_MPI_CHECK(MPI_Get_library_version(text, &length));
+  std::string version(text, static_cast<std::size_t>(length));
+  const auto end = version.find_first_of("\r\n,");
+  if (end != std::string::npos) version.resize(end);
+  while (!version.empty() && (version.back() == ' ' || version.back() == '\0')) version.pop_back();
+  return version;
+}
+
+}  // namespace ringtrain

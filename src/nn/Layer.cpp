@@ -1,0 +1,105 @@
+// Layer's per-layout state cache and the plain-layout helpers.
+#include "nn/Layer.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "nn/DnnlContext.h"
+
+namespace ringtrain {
+
+using dnnl::memory;
+
+Layer::~Layer() = default;
+
+double Layer::flops_per_image(const Dims&) const { return 0.0; }
+
+void Layer::bind_params(std::vector<Tensor> params, std::vector<Tensor> grads) {
+  const auto specs = param_specs();
+  if (params.size() != specs.size() || grads.size() != specs.size())
+    throw std::invalid_argument(fmt::format("{}: expected {} parameter tensors, got {}", name_, specs.size(), params.size()));
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    if (params[i].dims() != specs[i].dims || grads[i].dims() != specs[i].dims)
+      throw std::invalid_argument(fmt::format("{}.{}: expected shape {}, got {}", name_, specs[i].suffix,
+                                              dims_str(specs[i].dims), dims_str(params[i].dims())));
+  params_ = std::move(params);
+  grads_ = std::move(grads);
+  states_.clear();  // cached primitives point at the old arenas
+  current_ = nullptr;
+}
+
+void Layer::prepare(const memory::desc& src_md, Phase phase, bool need_diff_src) {
+  if (current_ && current_->key == src_md && current_->phase == phase && current_->need_diff_src == need_diff_src) return;
+  for (auto& s : states_) {
+    if (s->key == src_md && s->phase == phase && s->need_diff_src == need_diff_src) {
+      current_ = s.get();
+      return;
+    }
+  }
+  if (params_.size() != param_specs().size())
+    throw std::logic_error(fmt::format("{}: prepare() before bind_params()", name_));
+  auto s = build(src_md, phase, need_diff_src);
+  s->key = src_md;
+  s->phase = phase;
+  s->need_diff_src = need_diff_src;
+  current_ = s.get();
+  states_.push_back(std::move(s));
+}
+
+Layer::State& Layer::state() const {
+  if (!current_) throw std::logic_error(fmt::format("{}: used before prepare()", name_));
+  return *current_;
+}
+
+void Layer::forward(const memory& src, const memory& dst, Phase phase, std::uint64_t seed) {
+  State& s = state();
+  if (s.phase != phase) throw std::logic_error(fmt::format("{}: forward in a phase it was not prepared for", name_));
+  s.src = src;
+  s.dst = dst;
+  run_forward(s, src, dst, seed);
+}
+
+void Layer::backward(const memory& diff_dst, const memory& diff_src) {
+  State& s = state();
+  if (s.phase != Phase::kTrain || !s.src)
+    throw std::logic_error(fmt::format("{}: backward needs a preceding train-phase forward", name_));
+  run_backward(s, diff_dst, diff_src);
+}
+
+dnnl::engine& Layer::engine() { return DnnlContext::get().engine(); }
+dnnl::stream& Layer::stream() { return DnnlContext::get().stream(); }
+
+memory::desc plain_md(const Dims& dims) {
+  using tag = memory::format_tag;
+  static const tag tags[] = {tag::undef, tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde};
+  if (dims.empty() || dims.size() > 5) throw std::invalid_argument(fmt::format("plain_md: unsupported rank {}", dims.size()));
+  return memory::desc(memory::dims(dims.begin(), dims.end()), memory::data_type::f32, tags[dims.size()]);
+}
+
+Dims md_dims(const memory::desc& md) {
+  const auto d = md.dims();
+  return Dims(d.begin(), d.end());
+}
+
+bool is_plain(const memory::desc& md) { return md == plain_md(md_dims(md)); }
+
+ReorderedMemory::ReorderedMemory(const memory& user, const memory::desc& wanted) : user_(user) {
+  if (user.get_desc() == wanted) {
+    internal_ = user;
+  } else {
+    internal_ = memory(wanted, DnnlContext::get().engine());
+    to_internal_ = dnnl::reorder(user_, internal_);
+    to_user_ = dnnl::reorder(internal_, user_);
+  }
+}
+
+void ReorderedMemory::pull() {
+  if (to_internal_) to_internal_.execute(DnnlContext::get().stream(), user_, internal_);
+}
+
+void ReorderedMemory::push() {
+  if (to_user_) to_user_.execute(DnnlContext::get().stream(), internal_, user_);
+}
+
+}  // namespace ringtrain

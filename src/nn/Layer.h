@@ -1,0 +1,131 @@
+// Layer: one step of a Model, running oneDNN primitives that are built once per input
+// memory layout (batch shape) and phase, then cached.
+//
+// Activations travel between layers as dnnl::memory objects whose layout the producing
+// primitive chose (blocked, e.g. nChw16c, between convolutions); the Model reorders only
+// where a consumer wants another layout. Parameters are plain views (offset, shape)
+// into the model's flat arenas.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "nn/Model.h"
+#include "nn/ParamInfo.h"
+#include "nn/Tensor.h"
+
+namespace ringtrain {
+
+// One parameter tensor a layer needs, in the layer's own order.
+struct ParamSpec {
+  std::string suffix;  // "weight", "bias"
+  Dims dims;           // plain layout: conv (O, I, KH, KW), linear (O, I), vectors (C)
+  ParamKind kind = ParamKind::kWeight;
+  std::int64_t fan_in = 0;  // for initialisation; 0 for vectors
+};
+
+class Layer {
+ public:
+  explicit Layer(std::string name) : name_(std::move(name)) {}
+  virtual ~Layer();
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+  // Short kind ("conv2d") and kind plus hyper-parameters, for signatures.
+  virtual std::string kind() const = 0;
+  virtual std::string describe() const = 0;
+
+  // Output dims for input dims (N first). Throws std::invalid_argument if impossible.
+  virtual Dims out_shape(const Dims& in) const = 0;
+  // Multiply-adds x 2 for one sample of input dims in (N ignored).
+  virtual double flops_per_image(const Dims& in) const;
+
+  virtual std::vector<ParamSpec> param_specs() const { return {}; }
+  // Non-trained state (floats) the layer keeps in the model's buffer arena.
+  virtual std::size_t num_buffers() const { return 0; }
+  // Views into the arenas, in param_specs() order. Must precede prepare().
+  void bind_params(std::vector<Tensor> params, std::vector<Tensor> grads);
+  void bind_buffers(float* buffers) { buffers_ = buffers; }
+  const std::vector<Tensor>& params() const noexcept { return params_; }
+  const std::vector<Tensor>& grads() const noexcept { return grads_; }
+  // Initial values of the non-trained state (BatchNorm: mean 0, var 1).
+  virtual void reset_buffers() {}
+
+  // dst aliases src (the Model may pass the same buffer for both; the layer also works
+  // out of place). needs_dst_in_backward: the layer reads its dst during backward, so the
+  // next layer must not overwrite it in place.
+  virtual bool in_place() const { return false; }
+  virtual bool needs_dst_in_backward() const { return false; }
+
+  // Selects (building on first use) the primitives for inputs of layout src_md in this
+  // phase. need_diff_src false skips the backward-data pass (first layer of a model).
+  void prepare(const dnnl::memory::desc& src_md, Phase phase, bool need_diff_src);
+  // Layouts of the prepared state: what forward wants and produces, what backward wants
+  // and produces. Valid after prepare().
+  const dnnl::memory::desc& src_md() const { return state().src_md; }
+  const dnnl::memory::desc& dst_md() const { return state().dst_md; }
+  const dnnl::memory::desc& diff_dst_md() const { return state().diff_dst_md; }
+  const dnnl::memory::desc& diff_src_md() const { return state().diff_src_md; }
+
+  // Enqueues the forward on the context's stream. src/dst in src_md()/dst_md(); seed
+  // drives randomness (dropout) in the train phase.
+  void forward(const dnnl::memory& src, const dnnl::memory& dst, Phase phase, std::uint64_t seed = 0);
+  // Backward of the last forward (train phase). Overwrites the parameter gradients;
+  // diff_src may be an empty memory when prepared with need_diff_src false.
+  void backward(const dnnl::memory& diff_dst, const dnnl::memory& diff_src);
+
+ protected:
+  struct State {
+    virtual ~State() = default;
+    dnnl::memory::desc key;  // the src_md prepare() was called with
+    Phase phase = Phase::kTrain;
+    bool need_diff_src = true;
+    dnnl::memory::desc src_md, dst_md, diff_dst_md, diff_src_md;
+    dnnl::memory src, dst;  // of the last forward, for backward
+  };
+  virtual std::unique_ptr<State> build(const dnnl::memory::desc& src_md, Phase phase, bool need_diff_src) = 0;
+  virtual void run_forward(State& s, const dnnl::memory& src, const dnnl::memory& dst, std::uint64_t seed) = 0;
+  virtual void run_backward(State& s, const dnnl::memory& diff_dst, const dnnl::memory& diff_src) = 0;
+
+  State& state() const;
+  static dnnl::engine& engine();
+  static dnnl::stream& stream();
+
+  std::vector<Tensor> params_, grads_;
+  float* buffers_ = nullptr;
+
+ private:
+  std::string name_;
+  std::vector<std::unique_ptr<State>> states_;
+  State* current_ = nullptr;
+};
+
+// Helpers shared by the layer implementations.
+dnnl::memory::desc plain_md(const Dims& dims);  // f32, row-major (nchw / nc / oihw / x)
+bool is_plain(const dnnl::memory::desc& md);
+Dims md_dims(const dnnl::memory::desc& md);
+
+// A plain user buffer seen through a (possibly blocked) layout a primitive wants: the
+// reorder is built once and run on demand; when the layouts agree, no copy is made.
+class ReorderedMemory {
+ public:
+  ReorderedMemory() = default;
+  ReorderedMemory(const dnnl::memory& user, const dnnl::memory::desc& wanted);
+  // Memory in the wanted layout.
+  const dnnl::memory& get() const noexcept { return internal_; }
+  bool needs_reorder() const noexcept { return static_cast<bool>(to_internal_); }
+  // user -> internal (before reading); internal -> user (after a primitive wrote it).
+  void pull();
+  void push();
+
+ private:
+  dnnl::memory user_, internal_;
+  dnnl::reorder to_internal_, to_user_;
+};
+
+}  // namespace ringtrain

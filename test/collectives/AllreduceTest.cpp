@@ -1,0 +1,230 @@
+// Every all-reduce algorithm against exact expected sums at np 1..4: counts around the
+// rank count, primes and 1M+7, sum and mean, repeated calls, pipelining corner cases,
+// and the ring's byte counters. Values are small integers derived from rank and index,
+// so float sums are exact whatever the order of summation.
+#include "collectives/Mpi.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collectives/AllreduceTuning.h"
+#include "collectives/MpiCheck.h"
+#include "collectives/MpiCommunicator.h"
+#include "collectives/RingAllreduce.h"
+#include "support/mpi_test_util.h"
+
+using namespace ringtrain;
+using ringtrain::test::all_ranks;
+
+namespace {
+
+const AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kMpi, AllreduceAlgo::kParameterServer,
+                                AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kAuto};
+
+// Rank r's value at index i: an integer in [-8, 8] (distinct per rank and index pattern).
+float value(int rank, std::size_t i, int call = 0) {
+  return static_cast<float>(static_cast<int>((i * 31 + static_cast<std::size_t>(rank) * 17 +
+                                              static_cast<std::size_t>(call) * 5) % 17) - 8);
+}
+
+std::vector<float> filled(int rank, std::size_t count, int call = 0) {
+  std::vector<float> data(count);
+  for (std::size_t i = 0; i < count; ++i) data[i] = value(rank, i, call);
+  return data;
+}
+
+// Index of the first mismatch against the exact sum (or mean), or -1.
+long first_mismatch(const std::vector<float>& data, int ranks, bool mean, int call = 0) {
+  const float scale = 1.0f / static_cast<float>(ranks);
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    int sum = 0;
+    for (int r = 0; r < ranks; ++r) sum += static_cast<int>(value(r, i, call));
+    float expected = static_cast<float>(sum);
+    if (mean) expected *= scale;
+    if (data[i] != expected) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+std::vector<std::size_t> test_counts(int n) {
+  std::vector<std::size_t> counts{0, 1, static_cast<std::size_t>(n - 1), static_cast<std::size_t>(n),
+                                  static_cast<std::size_t>(n + 1), 2, 3, 13, 31, 257, 1009, 65537,
+                                  (1u << 20) + 7};
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("every algorithm gives the exact sum and mean for awkward counts") {
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  const int n = comm.size();
+  const int r = comm.rank();
+  for (AllreduceAlgo algo : kAlgos) {
+    for (bool mean : {false, true}) {
+      for (std::size_t count : test_counts(n)) {
+        std::vector<float> data = filled(r, count);
+        comm.allreduce(data, algo, mean);
+        const long bad = first_mismatch(data, n, mean);
+        INFO("algo " << allreduce_algo_name(algo) << " mean " << mean << " count " << count << " rank " << r
+                     << " first bad index " << bad);
+        REQUIRE(all_ranks(bad < 0));
+      }
+    }
+  }
+}
+
+TEST_CASE("the ring pipeline: tiny chunks, receive depths and the rd paths stay exact") {
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  const int n = comm.size();
+  const int r = comm.rank();
+  for (std::size_t chunk_bytes : {4u, 12u, 64u, 4096u}) {
+    for (int depth : {1, 2, 3, 5}) {
+      AllreduceTuning tuning;
+      tuning.ring_chunk_bytes = chunk_bytes;
+      tuning.ring_recv_depth = depth;
+      tuning.ps_chunk_bytes = chunk_bytes;
+      comm.set_allreduce_tuning(tuning);
+      for (std::size_t count : {std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{97}, std::size_t{1000}}) {
+        for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kParameterServer}) {
+          std::vector<float> data = filled(r, count);
+          comm.allreduce(data, algo, true);
+          const long bad = first_mismatch(data, n, true);
+          INFO("algo " << allreduce_algo_name(algo) << " chunk " << chunk_bytes << " depth " << depth << " count "
+                       << count << " first bad " << bad);
+          REQUIRE(all_ranks(bad < 0));
+        }
+      }
+    }
+  }
+  // rd: force plain recursive doubling, then force halving-doubling even for tiny vectors.
+  for (std::size_t doubling_max : {std::size_t{1} << 30, std::size_t{0}}) {
+    AllreduceTuning tuning;
+    tuning.rd_doubling_max_bytes = doubling_max;
+    comm.set_allreduce_tuning(tuning);
+    for (std::size_t count : test_counts(n)) {
+      if (count > 100000) continue;
+      std::vector<float> data = filled(r, count);
+      comm.allreduce(data, AllreduceAlgo::kRecursiveDoubling, false);
+      const long bad = first_mismatch(data, n, false);
+      INFO("rd doubling_max " << doubling_max << " count " << count << " first bad " << bad);
+      REQUIRE(all_ranks(bad < 0));
+    }
+  }
+}
+
+TEST_CASE("repeated in-place calls on one buffer keep giving exact results") {
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  const int n = comm.size();
+  const int r = comm.rank();
+  for (AllreduceAlgo algo : kAlgos) {
+    std::vector<float> data(10007);
+    bool ok = true;
+    for (int call = 0; call < 4; ++call) {
+      // Same buffer (same address) every call, new contents each time.
+      for (std::size_t i = 0; i < data.size(); ++i) data[i] = value(r, i, call);
+      const float* before = data.data();
+      comm.allreduce(data, algo, false);
+      ok = ok && data.data() == before && first_mismatch(data, n, false, call) < 0;
+    }
+    // A second call on the result: all ranks hold the same sum S, so it becomes n*S.
+    std::vector<float> twice = filled(r, 1001);
+    comm.allreduce(twice, algo, false);
+    std::vector<float> expected = twice;
+    for (float& v : expected) v *= static_cast<float>(n);
+    comm.allreduce(twice, algo, false);
+    ok = ok && twice == expected;
+    INFO("algo " << allreduce_algo_name(algo));
+    REQUIRE(all_ranks(ok));
+  }
+}
+
+TEST_CASE("all ranks hold bit-identical results (replicas stay in sync)") {
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  for (AllreduceAlgo algo : kAlgos) {
+    // Non-integer values: rounding depends on summation order, yet every rank must agree.
+    std::vector<float> data(4099);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = 0.1f * static_cast<float>(comm.rank() + 1) + 1e-3f * i;
+    comm.allreduce(data, algo, true);
+    std::uint64_t hash = 1469598103934665603ull;
+    for (float v : data) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &v, sizeof(bits));
+      hash = (hash ^ bits) * 1099511628211ull;
+    }
+    const auto hashes = comm.allgather(hash);
+    bool same = true;
+    for (auto h : hashes) same = same && h == hashes[0];
+    INFO("algo " << allreduce_algo_name(algo));
+    REQUIRE(all_ranks(same));
+  }
+}
+
+TEST_CASE("ring byte counters move 2(N-1)/N of the buffer, exactly for uneven segments") {
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  const int n = comm.size();
+  const int r = comm.rank();
+  for (std::size_t count : {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{1000003}}) {
+    // Expected traffic, computed here segment by segment: segment s has count/n elements,
+    // plus one for s < count % n. Reduce-scatter step k sends segment r-k and receives
+    // r-k-1; all-gather step k sends r+1-k and receives r-k.
+    const auto seg = [&](int i) {
+      const int s = ((i % n) + n) % n;
+      return count / n + (static_cast<std::size_t>(s) < count % n ? 1 : 0);
+    };
+    std::uint64_t sent = 0;
+    std::uint64_t received = 0;
+    for (int k = 0; k + 1 < n; ++k) {
+      sent += 4 * (seg(r - k) + seg(r + 1 - k));
+      received += 4 * (seg(r - k - 1) + seg(r - k));
+    }
+    const std::uint64_t sent0 = comm.bytes_sent();
+    const std::uint64_t received0 = comm.bytes_received();
+    const double wait0 = comm.wait_seconds();
+    std::vector<float> data = filled(r, count);
+    comm.allreduce(data, AllreduceAlgo::kRing, false);
+    const std::uint64_t d_sent = comm.bytes_sent() - sent0;
+    const std::uint64_t d_received = comm.bytes_received() - received0;
+    // Summed over ranks the ring moves exactly 2(N-1) * count floats.
+    double totals[2] = {static_cast<double>(d_sent), static_cast<double>(d_received)};
+    MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    INFO("count " << count << " rank " << r << " sent " << d_sent << " expected " << sent << " received "
+                  << d_received << " expected " << received);
+    REQUIRE(all_ranks(d_sent == sent && d_received == received && comm.wait_seconds() >= wait0 &&
+                      totals[0] == 8.0 * (n - 1) * static_cast<double>(count) && totals[1] == totals[0]));
+  }
+}
+
+TEST_CASE("parameter server traffic converges on rank 0") {
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  const int n = comm.size();
+  const std::size_t count = 5003;
+  const std::uint64_t sent0 = comm.bytes_sent();
+  const std::uint64_t received0 = comm.bytes_received();
+  std::vector<float> data = filled(comm.rank(), count);
+  comm.allreduce(data, AllreduceAlgo::kParameterServer, false);
+  const std::uint64_t bytes = 4 * count;
+  const std::uint64_t expected = n == 1 ? 0 : (comm.rank() == 0 ? bytes * (n - 1) : bytes);
+  REQUIRE(all_ranks(comm.bytes_sent() - sent0 == expected && comm.bytes_received() - received0 == expected));
+}
+
+TEST_CASE("MPI errors on the communicator come back as runtime_error with the MPI text") {
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  int dummy = 0;
+  // Sending to a rank outside the communicator: MPI_ERRORS_RETURN makes MPI report it.
+  std::string message;
+  try {
+    RINGTRAIN_MPI_CHECK(MPI_Send(&dummy, 1, MPI_INT, comm.size() + 5, 0, comm.comm()));
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  const bool ok = message.find("MPI_Send") != std::string::npos &&
+                  message.find("AllreduceTest.cpp") != std::string::npos &&
+                  message.find("MPI_ERR_RANK") != std::string::npos;
+  INFO(message);
+  REQUIRE(all_ranks(ok));
+  CHECK_THROWS_AS(check_mpi(MPI_ERR_COUNT, "call", "file.cpp", 3), std::runtime_error);
+  CHECK_NOTHROW(check_mpi(MPI_SUCCESS, "call", "file.cpp", 3));
+}
