@@ -70,6 +70,8 @@ void Commands::add_data_options(CLI::App& sub, DatasetConfig& data, std::string&
   sub.add_option("--synthetic-test", data.synthetic_test, "Synthetic data: test samples")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  sub.add_option("--synthetic-seed", data.seed, "Synthetic data: the seed that generates it (not --seed)")
+      ->capture_default_str();
 }
 
 DatasetConfig Commands::resolve_data(DatasetConfig data, const std::string& synthetic_shape) {
@@ -176,9 +178,8 @@ int Commands::run_local() {
     return 0;
   }
   if (datasets_->parsed()) {
-    const DatasetSplits splits = load_dataset(resolve_data(datasets_data_, datasets_synthetic_shape_));
-    fmt::print("{}", format_dataset_report("train", describe_dataset(*splits.train)));
-    fmt::print("{}", format_dataset_report("test", describe_dataset(*splits.test)));
+    const DatasetConfig config = resolve_data(datasets_data_, datasets_synthetic_shape_);
+    fmt::print("{}", format_dataset_report(describe_dataset(config.name, load_dataset(config))));
     return 0;
   }
   if (inspect_->parsed()) {

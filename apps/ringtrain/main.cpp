@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   using namespace ringtrain;
   CLI::App app{"ringtrain: data-parallel CNN training with a ring all-reduce over MPI, on oneDNN", "ringtrain"};
   app.require_subcommand(1);
+  // A flag given twice takes its last value, as in argparse: scripts append overrides.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_version_flag("--version", std::string("ringtrain ") + RINGTRAIN_VERSION);
   Commands commands(app);
 

@@ -28,8 +28,8 @@ DatasetConfig dataset_config_of(const Json& meta) {
     d.synthetic_classes = static_cast<int>(c.at("synthetic_classes").as_int());
     d.synthetic_train = static_cast<std::size_t>(c.at("synthetic_train").as_int());
     d.synthetic_test = static_cast<std::size_t>(c.at("synthetic_test").as_int());
+    d.seed = static_cast<std::uint64_t>(c.at("synthetic_seed").as_int());
   }
-  d.seed = static_cast<std::uint64_t>(c.at("seed").as_int());
   return d;
 }
 

@@ -46,6 +46,7 @@ Json TrainConfig::to_json() const {
     j.set("synthetic_classes", data.synthetic_classes);
     j.set("synthetic_train", data.synthetic_train);
     j.set("synthetic_test", data.synthetic_test);
+    j.set("synthetic_seed", data.seed);
   }
   j.set("epochs", epochs);
   j.set("max_steps", max_steps);

@@ -179,9 +179,10 @@ void Trainer::State::setup() {
   if (config.lr_scaling == "linear") {
     const int base = config.lr_base_batch > 0 ? config.lr_base_batch : config.batch_size;
     config.schedule.base_lr = scale_lr_linear(config.schedule.base_lr, global_batch, base);
+    // Goyal et al.'s gradual warmup starts from the unscaled rate.
+    config.schedule.warmup_start_factor = static_cast<double>(base) / global_batch;
   }
   if (config.eval_batch_size == 0) config.eval_batch_size = std::max(config.batch_size, 256);
-  config.data.seed = config.seed;
 
   data = load_dataset(config.data);
   model = std::make_unique<Model>(config.model, data.train->shape(), data.train->classes());

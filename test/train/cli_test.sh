@@ -22,7 +22,7 @@ expect_fail() {  # expect_fail <log> <expected exit: nonzero|2> <pattern> <ranks
   if [[ $want == 2 && $code -ne 2 ]]; then cat "$log" >&2; fail "expected exit 2, got $code"; fi
   if [[ $code -eq 0 ]]; then cat "$log" >&2; fail "expected a non-zero exit"; fi
   for ((r = 0; r < ranks; r++)); do
-    grep -q "ringtrain: \[rank $r\] error: .*$pattern" "$log" || { cat "$log" >&2; fail "rank $r did not report '$pattern'"; }
+    grep -qE "ringtrain: \[rank $r\] error: .*$pattern" "$log" || { cat "$log" >&2; fail "rank $r did not report '$pattern'"; }
   done
 }
 params_crc() { "$bin" inspect "$1" | $py -c 'import json,sys; print(json.load(sys.stdin)["sections"]["params_crc32"])'; }
@@ -77,9 +77,10 @@ resume_sigterm)
   launcher=$!
   for _ in $(seq 1 100); do
     sleep 0.2
-    [[ $(grep -c '"type":"step"' "$work/cut/rank-0.jsonl" 2>/dev/null || echo 0) -ge 40 ]] && break
+    [[ $(cat "$work/cut/rank-0.jsonl" 2>/dev/null | grep -c "\"type\":\"step\"") -ge 40 ]] && break
   done
-  pkill -TERM -f "$bin train.*$work/cut" || fail "no rank to signal"
+  # The ranks only (their command line starts with the binary; mpirun's does not).
+  pkill -TERM -f "^$bin train.*$work/cut" || fail "no rank to signal"
   wait $launcher || { cat "$work/cut.log" >&2; fail "the signalled run did not exit cleanly"; }
   cut_ckpt=$(ls "$work/cut/checkpoints"/ckpt-*.rtck | tail -1)
   [[ -n $cut_ckpt ]] || fail "no checkpoint written on SIGTERM"
@@ -115,7 +116,7 @@ sigkill)
 config_mismatch)
   mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -np 1 "$bin" train "${data[@]}" --epochs 1 --lr 0.1 \
     --run-dir "$work/m" : -np 1 "$bin" train "${data[@]}" --epochs 1 --lr 0.2 --run-dir "$work/m" > "$work/log" 2>&1
-  expect_fail "$work/log" nonzero "rank(s) 1 disagree with rank 0" 2 $?
+  expect_fail "$work/log" nonzero "rank\\(s\\) 1 disagree with rank 0" 2 $?
   ;;
 corrupt_checkpoint)
   "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --checkpoint-every 1 --run-dir "$work/c" || fail "training failed"
