@@ -159,6 +159,24 @@ TEST_CASE("Dropout keeps 1-p of the elements scaled by 1/(1-p), reproducibly; ev
   // 10000 Bernoulli(0.3) draws: std 0.0046; 0.02 is over 4 sigma.
   CHECK(std::abs(static_cast<double>(dropped) / x.size() - p) < 0.02);
 
+  // Gradient check: with the seed fixed, dropout is the linear map y = m x; the reference
+  // applies the mask read off the first run (m = y / x), and the layer, rerun with the same
+  // seed, must match its forward and the central differences of its backward.
+  std::vector<double> mask(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) mask[i] = a.y[i] / static_cast<double>(x[i]);
+  const Dims small{4, 25};
+  Dropout rerun("dropout", p);
+  const std::vector<float> xs(x.begin(), x.begin() + 100), dys(dy.begin(), dy.begin() + 100);
+  const LayerRun got = run_layer(rerun, small, xs, {}, dys, Phase::kTrain, tag::undef, nullptr, 77);
+  const RefForward ref = [&](const Vec& xx, const std::vector<Vec>&) {
+    Vec y(xx.size());
+    for (std::size_t i = 0; i < xx.size(); ++i) y[i] = mask[i] * xx[i];
+    return y;
+  };
+  const RefGrads want = reference_grads(ref, to_double(xs), {}, to_double(dys));
+  CHECK(rel_error(got.y, want.y) < 1e-6);
+  CHECK(rel_error(got.dx, want.dx) < 1e-5);
+
   Dropout again("dropout", p), other("dropout", p);
   CHECK(run_layer(again, in, x, {}, {}, Phase::kTrain, tag::undef, nullptr, 77).y == a.y);
   CHECK(run_layer(other, in, x, {}, {}, Phase::kTrain, tag::undef, nullptr, 78).y != a.y);
