@@ -84,8 +84,12 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   const memory::desc src_any(src_dims, f32, tag::any), dst_any(dst_dims, f32, tag::any),
       w_any(w_dims, f32, tag::any), b_md(b_dims, f32, tag::x), no_md;
 
-  const auto prop = phase == Phase::kTrain ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
-  const dnnl::convolution_forward::desc fwd_desc(prop, dnnl::algorithm::convolution_direct, src_any, w_any,
+  // forward_training in eval too: for forward_inference oneDNN 2.6 picks brgconv with nhwc
+  // layouts here, which measured slower than the jit nChw16c kernels (nn_bench eval, one
+  // thread: lenet5 batch 64 ~1.3-2x, vgg11 batch 32 ~1.2x, noisy shared machine). The
+  // results are the same; a conv's training forward keeps no workspace.
+  const dnnl::convolution_forward::desc fwd_desc(dnnl::prop_kind::forward_training,
+                                                 dnnl::algorithm::convolution_direct, src_any, w_any,
                                                  bias_ ? b_md : no_md, dst_any, strides, pad, pad);
   const dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, eng);
   s->fwd = dnnl::convolution_forward(fwd_pd);
