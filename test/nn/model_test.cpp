@@ -132,7 +132,8 @@ void directional_check(Model& m, const Batch& b) {
     }
     const double eps = 1e-3;
     auto shifted_loss = [&](double t) {
-      for (std::size_t j = 0; j < info.count; ++j) p[info.offset + j] = static_cast<float>(p0[info.offset + j] + t * d[j]);
+      for (std::size_t j = 0; j < info.count; ++j)
+        p[info.offset + j] = static_cast<float>(p0[info.offset + j] + t * d[j]);
       return mean_loss(m, b);
     };
     const double num = (shifted_loss(eps) - shifted_loss(-eps)) / (2 * eps);
@@ -168,9 +169,9 @@ TEST_CASE("Zoo models have the published parameter counts", "[nn][model]") {
 }
 
 TEST_CASE("Zoo models produce (n, classes) logits and list themselves", "[nn][model]") {
-  const std::vector<std::pair<std::string, ImageShape>> cases{
-      {"logreg", {1, 28, 28}}, {"lenet5", {1, 28, 28}}, {"mlp", {3, 32, 32}},
-      {"svhn-cnn", {3, 32, 32}}, {"alexnet", {3, 32, 32}}, {"vgg11", {3, 32, 32}}};
+  const std::vector<std::pair<std::string, ImageShape>> cases{{"logreg", {1, 28, 28}},  {"lenet5", {1, 28, 28}},
+                                                              {"mlp", {3, 32, 32}},     {"svhn-cnn", {3, 32, 32}},
+                                                              {"alexnet", {3, 32, 32}}, {"vgg11", {3, 32, 32}}};
   CHECK(model_zoo().size() == cases.size());
   for (const auto& [name, shape] : cases) {
     Model m(name, shape, 10);
@@ -206,9 +207,9 @@ TEST_CASE("The arena is in reverse layer order and on_ready covers it once, in o
     CHECK(reinterpret_cast<std::uintptr_t>(m.params().data()) % 64 == 0);
     CHECK(reinterpret_cast<std::uintptr_t>(m.grads().data()) % 64 == 0);
   }
-  const std::vector<std::pair<std::string, ImageShape>> cases{
-      {"logreg", {1, 6, 6}}, {"lenet5", {1, 28, 28}}, {"mlp", {1, 4, 4}},
-      {"svhn-cnn", {3, 12, 12}}, {"alexnet", {3, 8, 8}}, {"vgg11", {3, 32, 32}}};
+  const std::vector<std::pair<std::string, ImageShape>> cases{{"logreg", {1, 6, 6}},  {"lenet5", {1, 28, 28}},
+                                                              {"mlp", {1, 4, 4}},     {"svhn-cnn", {3, 12, 12}},
+                                                              {"alexnet", {3, 8, 8}}, {"vgg11", {3, 32, 32}}};
   for (const auto& [name, shape] : cases) {
     Model m(name, shape, 10);
     INFO(name);
@@ -331,11 +332,15 @@ TEST_CASE("Whole models pass a gradient check", "[nn][model]") {
 TEST_CASE("Zoo models overfit a tiny batch with plain SGD", "[nn][model]") {
   // Random images with random labels: only memorisation lowers the loss. Models with
   // dropout or BatchNorm are judged on the eval-phase loss too (running statistics).
-  struct Cfg { std::string name; ImageShape shape; int n, steps; float lr; };
-  const std::vector<Cfg> cfgs{
-      {"logreg", {1, 28, 28}, 8, 200, 0.05f},   {"lenet5", {1, 28, 28}, 8, 300, 0.05f},
-      {"mlp", {3, 16, 16}, 8, 200, 0.02f},      {"svhn-cnn", {3, 32, 32}, 8, 300, 0.05f},
-      {"alexnet", {3, 16, 16}, 8, 150, 0.02f},  {"vgg11", {3, 32, 32}, 8, 40, 0.05f}};
+  struct Cfg {
+    std::string name;
+    ImageShape shape;
+    int n, steps;
+    float lr;
+  };
+  const std::vector<Cfg> cfgs{{"logreg", {1, 28, 28}, 8, 200, 0.05f},  {"lenet5", {1, 28, 28}, 8, 300, 0.05f},
+                              {"mlp", {3, 16, 16}, 8, 200, 0.02f},     {"svhn-cnn", {3, 32, 32}, 8, 300, 0.05f},
+                              {"alexnet", {3, 16, 16}, 8, 150, 0.02f}, {"vgg11", {3, 32, 32}, 8, 40, 0.05f}};
   for (const auto& c : cfgs) {
     Model m(c.name, c.shape, 10);
     m.init(5);
@@ -410,7 +415,7 @@ TEST_CASE("BatchNorm running statistics live in buffers(), move in train and not
     if (info.kind == ParamKind::kNormScale || info.kind == ParamKind::kNormShift) CHECK(info.name.find("bn") == 0);
   m.init(1);
   const std::vector<float> initial(m.buffers().begin(), m.buffers().end());
-  CHECK(std::all_of(initial.begin(), initial.begin() + 64, [](float v) { return v == 0.f; }));    // bn1 mean
+  CHECK(std::all_of(initial.begin(), initial.begin() + 64, [](float v) { return v == 0.f; }));        // bn1 mean
   CHECK(std::all_of(initial.begin() + 64, initial.begin() + 128, [](float v) { return v == 1.f; }));  // bn1 var
   const auto b = random_batch({3, 32, 32}, 2, 10, 51);
   mean_loss(m, b, Phase::kEval);
