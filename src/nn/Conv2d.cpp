@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -104,15 +105,20 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
     // The layer's diff_dst is declared in the forward dst layout: the layers after a conv
     // (ReLU, pooling, BN) produce their diff_src in the layout of their forward src.
     s->diff_dst_md = s->dst_md;
-    // Backward-weights: first with the forward's src / diff_dst layouts, which saves two
-    // activation reorders per step, as long as oneDNN still has a jit kernel for them; else
-    // with layouts of its choosing (e.g. for 6 input channels it picks avx2 with 8-blocking).
+    // Backward-weights, first with the forward's src / diff_dst layouts (no activation
+    // reorders) as long as oneDNN has a jit kernel for them; else nhwc, whose jit kernel
+    // beat oneDNN's own pick where the forward layouts fail (LeNet's conv2, 6 input
+    // channels: 0.20 vs 0.47 ms per step for avx2 8-blocked, batch 64, one thread); else
+    // layouts of oneDNN's choosing.
     dnnl::convolution_backward_weights::primitive_desc bww_pd;
-    {
-      const dnnl::convolution_backward_weights::desc fixed(dnnl::algorithm::convolution_direct, s->src_md, w_any,
-                                                           bias_ ? b_md : no_md, s->dst_md, strides, pad, pad);
+    const memory::desc src_nhwc(src_dims, f32, tag::nhwc), dst_nhwc(dst_dims, f32, tag::nhwc);
+    const std::pair<memory::desc, memory::desc> candidates[] = {{s->src_md, s->dst_md}, {src_nhwc, dst_nhwc}};
+    for (const auto& [src_md, diff_dst_md] : candidates) {
+      const dnnl::convolution_backward_weights::desc fixed(dnnl::algorithm::convolution_direct, src_md, w_any,
+                                                           bias_ ? b_md : no_md, diff_dst_md, strides, pad, pad);
       bww_pd = dnnl::convolution_backward_weights::primitive_desc(fixed, eng, fwd_pd, /*allow_empty=*/true);
-      if (bww_pd && std::string(bww_pd.impl_info_str()).rfind("jit", 0) != 0) bww_pd = {};
+      if (bww_pd && std::string(bww_pd.impl_info_str()).rfind("jit", 0) == 0) break;
+      bww_pd = {};
     }
     if (!bww_pd) {
       const dnnl::convolution_backward_weights::desc any(dnnl::algorithm::convolution_direct, src_any, w_any,

@@ -115,8 +115,8 @@ TEST_CASE("Conv2d matches the naive convolution and its central differences", "[
       {3, 5, 5, 2, 2, true, {2, 3, 9, 9}, tag::undef},       // stride 2, odd size (floor)
       {16, 8, 3, 1, 0, false, {2, 16, 5, 5}, tag::nChw16c},  // blocked input, no bias
       {1, 6, 5, 1, 2, true, {2, 1, 8, 8}, tag::undef},       // LeNet-like first layer
-      // LeNet's conv2: oneDNN runs backward-weights with avx2 8-blocked layouts here, so the
-      // layer's internal src / diff_dst reorders are exercised.
+      // LeNet's conv2: oneDNN has no jit backward-weights on the forward's layouts here, so
+      // it runs on nhwc copies and the layer's internal src / diff_dst reorders are exercised.
       {6, 16, 5, 1, 0, true, {2, 6, 9, 9}, tag::nChw16c},
   };
   for (const auto& c : cfgs) {
