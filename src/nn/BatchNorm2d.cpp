@@ -17,8 +17,8 @@ using flags = dnnl::normalization_flags;
 BatchNorm2d::BatchNorm2d(std::string name, int channels, float eps, float momentum)
     : Layer(std::move(name)), channels_(channels), eps_(eps), momentum_(momentum) {
   if (channels <= 0 || eps <= 0.f || momentum < 0.f || momentum > 1.f)
-    throw std::invalid_argument(fmt::format("{}: invalid batchnorm (channels {}, eps {}, momentum {})", this->name(),
-                                            channels, eps, momentum));
+    throw std::invalid_argument(
+        fmt::format("{}: invalid batchnorm (channels {}, eps {}, momentum {})", this->name(), channels, eps, momentum));
 }
 
 std::string BatchNorm2d::describe() const {
@@ -45,9 +45,9 @@ struct BatchNorm2d::BnState : State {
   dnnl::batch_normalization_forward fwd;
   dnnl::batch_normalization_backward bwd;
   memory scale, shift, diff_scale, diff_shift;  // (C) views of the arenas
-  memory mean, variance;  // train: this batch's statistics; eval: running ones (buffer arena)
-  memory scratch_diff_src;  // backward always computes diff_src; a sink when nobody needs it
-  float unbias = 1.0f;      // M / (M - 1)
+  memory mean, variance;                        // train: this batch's statistics; eval: running ones (buffer arena)
+  memory scratch_diff_src;                      // backward always computes diff_src; a sink when nobody needs it
+  float unbias = 1.0f;                          // M / (M - 1)
 };
 
 std::unique_ptr<Layer::State> BatchNorm2d::build(const memory::desc& src_md, Phase phase, bool need_diff_src) {

@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -81,12 +82,15 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   const memory::dims src_dims(in.begin(), in.end()), dst_dims(out.begin(), out.end());
   const memory::dims w_dims{out_channels_, in_channels_, kernel_, kernel_}, b_dims{out_channels_};
   const auto f32 = memory::data_type::f32;
-  const memory::desc src_any(src_dims, f32, tag::any), dst_any(dst_dims, f32, tag::any),
-      w_any(w_dims, f32, tag::any), b_md(b_dims, f32, tag::x), no_md;
+  const memory::desc src_any(src_dims, f32, tag::any), dst_any(dst_dims, f32, tag::any), w_any(w_dims, f32, tag::any),
+      b_md(b_dims, f32, tag::x), no_md;
 
-  const auto prop = phase == Phase::kTrain ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
-  const dnnl::convolution_forward::desc fwd_desc(prop, dnnl::algorithm::convolution_direct, src_any, w_any,
-                                                 bias_ ? b_md : no_md, dst_any, strides, pad, pad);
+  // forward_training in eval too: for forward_inference oneDNN 2.6 picks brgconv with nhwc
+  // layouts here, which measured slower than the jit nChw16c kernels (nn_bench eval, one
+  // thread: lenet5 batch 64 ~1.3-2x, vgg11 batch 32 ~1.2x, noisy shared machine). The
+  // results are the same; a conv's training forward keeps no workspace.
+  const dnnl::convolution_forward::desc fwd_desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                                 src_any, w_any, bias_ ? b_md : no_md, dst_any, strides, pad, pad);
   const dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, eng);
   s->fwd = dnnl::convolution_forward(fwd_pd);
   s->src_md = fwd_pd.src_desc();
@@ -101,15 +105,20 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
     // The layer's diff_dst is declared in the forward dst layout: the layers after a conv
     // (ReLU, pooling, BN) produce their diff_src in the layout of their forward src.
     s->diff_dst_md = s->dst_md;
-    // Backward-weights: first with the forward's src / diff_dst layouts, which saves two
-    // activation reorders per step, as long as oneDNN still has a jit kernel for them; else
-    // with layouts of its choosing (e.g. for 6 input channels it picks avx2 with 8-blocking).
+    // Backward-weights, first with the forward's src / diff_dst layouts (no activation
+    // reorders) as long as oneDNN has a jit kernel for them; else nhwc, whose jit kernel
+    // beat oneDNN's own pick where the forward layouts fail (LeNet's conv2, 6 input
+    // channels: 0.20 vs 0.47 ms per step for avx2 8-blocked, batch 64, one thread); else
+    // layouts of oneDNN's choosing.
     dnnl::convolution_backward_weights::primitive_desc bww_pd;
-    {
-      const dnnl::convolution_backward_weights::desc fixed(dnnl::algorithm::convolution_direct, s->src_md, w_any,
-                                                           bias_ ? b_md : no_md, s->dst_md, strides, pad, pad);
+    const memory::desc src_nhwc(src_dims, f32, tag::nhwc), dst_nhwc(dst_dims, f32, tag::nhwc);
+    const std::pair<memory::desc, memory::desc> candidates[] = {{s->src_md, s->dst_md}, {src_nhwc, dst_nhwc}};
+    for (const auto& [src_md, diff_dst_md] : candidates) {
+      const dnnl::convolution_backward_weights::desc fixed(dnnl::algorithm::convolution_direct, src_md, w_any,
+                                                           bias_ ? b_md : no_md, diff_dst_md, strides, pad, pad);
       bww_pd = dnnl::convolution_backward_weights::primitive_desc(fixed, eng, fwd_pd, /*allow_empty=*/true);
-      if (bww_pd && std::string(bww_pd.impl_info_str()).rfind("jit", 0) != 0) bww_pd = {};
+      if (bww_pd && std::string(bww_pd.impl_info_str()).rfind("jit", 0) == 0) break;
+      bww_pd = {};
     }
     if (!bww_pd) {
       const dnnl::convolution_backward_weights::desc any(dnnl::algorithm::convolution_direct, src_any, w_any,
@@ -125,15 +134,16 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
     s->bwd_weights_diff_dst_md = bww_pd.diff_dst_desc();
     if (s->bwd_weights_diff_dst_md != s->diff_dst_md) {
       s->bwd_weights_diff_dst = memory(s->bwd_weights_diff_dst_md, eng);
-      s->to_bwd_weights_diff_dst = dnnl::reorder(memory(s->diff_dst_md, eng, DNNL_MEMORY_NONE), s->bwd_weights_diff_dst);
+      s->to_bwd_weights_diff_dst =
+          dnnl::reorder(memory(s->diff_dst_md, eng, DNNL_MEMORY_NONE), s->bwd_weights_diff_dst);
     }
     const memory user_dw(plain_md(grads_[0].dims()), eng, grads_[0].data());
     s->diff_weights = ReorderedMemory(user_dw, bww_pd.diff_weights_desc());
     if (bias_) s->diff_bias = memory(b_md, eng, grads_[1].data());
 
     if (need_diff_src) {
-      const dnnl::convolution_backward_data::desc bwd_desc(dnnl::algorithm::convolution_direct, src_any, w_any,
-                                                           dst_any, strides, pad, pad);
+      const dnnl::convolution_backward_data::desc bwd_desc(dnnl::algorithm::convolution_direct, src_any, w_any, dst_any,
+                                                           strides, pad, pad);
       const dnnl::convolution_backward_data::primitive_desc bwd_pd(bwd_desc, eng, fwd_pd);
       s->bwd_data = dnnl::convolution_backward_data(bwd_pd);
       s->diff_src_md = bwd_pd.diff_src_desc();
@@ -154,8 +164,7 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
 void Conv2d::run_forward(State& base, const memory& src, const memory& dst, std::uint64_t) {
   auto& s = static_cast<ConvState&>(base);
   s.weights.pull();
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s.weights.get()}, {DNNL_ARG_DST, dst}};
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s.weights.get()}, {DNNL_ARG_DST, dst}};
   if (bias_) args[DNNL_ARG_BIAS] = s.bias;
   s.fwd.execute(stream(), args);
 }
@@ -172,8 +181,8 @@ void Conv2d::run_backward(State& base, const memory& diff_dst, const memory& dif
       s.to_bwd_data_diff_dst.execute(strm, {{DNNL_ARG_FROM, diff_dst}, {DNNL_ARG_TO, s.bwd_data_diff_dst}});
       dd = s.bwd_data_diff_dst;
     }
-    s.bwd_data.execute(strm, {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, s.bwd_data_weights.get()},
-                              {DNNL_ARG_DIFF_SRC, diff_src}});
+    s.bwd_data.execute(
+        strm, {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, s.bwd_data_weights.get()}, {DNNL_ARG_DIFF_SRC, diff_src}});
   }
   memory src = s.src, dd = diff_dst;
   if (s.bwd_weights_src) {

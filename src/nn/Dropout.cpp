@@ -14,7 +14,8 @@ namespace ringtrain {
 using dnnl::memory;
 
 Dropout::Dropout(std::string name, float p) : Layer(std::move(name)), p_(p) {
-  if (!(p >= 0.f && p < 1.f)) throw std::invalid_argument(fmt::format("{}: dropout p {} not in [0, 1)", this->name(), p));
+  if (!(p >= 0.f && p < 1.f))
+    throw std::invalid_argument(fmt::format("{}: dropout p {} not in [0, 1)", this->name(), p));
 }
 
 std::string Dropout::describe() const { return fmt::format("dropout(p={})", p_); }

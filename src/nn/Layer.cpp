@@ -18,7 +18,8 @@ double Layer::flops_per_image(const Dims&) const { return 0.0; }
 void Layer::bind_params(std::vector<Tensor> params, std::vector<Tensor> grads) {
   const auto specs = param_specs();
   if (params.size() != specs.size() || grads.size() != specs.size())
-    throw std::invalid_argument(fmt::format("{}: expected {} parameter tensors, got {}", name_, specs.size(), params.size()));
+    throw std::invalid_argument(
+        fmt::format("{}: expected {} parameter tensors, got {}", name_, specs.size(), params.size()));
   for (std::size_t i = 0; i < specs.size(); ++i)
     if (params[i].dims() != specs[i].dims || grads[i].dims() != specs[i].dims)
       throw std::invalid_argument(fmt::format("{}.{}: expected shape {}, got {}", name_, specs[i].suffix,
@@ -30,7 +31,8 @@ void Layer::bind_params(std::vector<Tensor> params, std::vector<Tensor> grads) {
 }
 
 void Layer::prepare(const memory::desc& src_md, Phase phase, bool need_diff_src) {
-  if (current_ && current_->key == src_md && current_->phase == phase && current_->need_diff_src == need_diff_src) return;
+  if (current_ && current_->key == src_md && current_->phase == phase && current_->need_diff_src == need_diff_src)
+    return;
   for (auto& s : states_) {
     if (s->key == src_md && s->phase == phase && s->need_diff_src == need_diff_src) {
       current_ = s.get();
@@ -73,7 +75,8 @@ dnnl::stream& Layer::stream() { return DnnlContext::get().stream(); }
 memory::desc plain_md(const Dims& dims) {
   using tag = memory::format_tag;
   static const tag tags[] = {tag::undef, tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde};
-  if (dims.empty() || dims.size() > 5) throw std::invalid_argument(fmt::format("plain_md: unsupported rank {}", dims.size()));
+  if (dims.empty() || dims.size() > 5)
+    throw std::invalid_argument(fmt::format("plain_md: unsupported rank {}", dims.size()));
   return memory::desc(memory::dims(dims.begin(), dims.end()), memory::data_type::f32, tags[dims.size()]);
 }
 

@@ -93,8 +93,7 @@ std::unique_ptr<Layer::State> Linear::build(const memory::desc& in_md, Phase pha
 void Linear::run_forward(State& base, const memory& src, const memory& dst, std::uint64_t) {
   auto& s = static_cast<LinearState&>(base);
   s.weights.pull();
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s.weights.get()}, {DNNL_ARG_DST, dst}};
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s.weights.get()}, {DNNL_ARG_DST, dst}};
   if (bias_) args[DNNL_ARG_BIAS] = s.bias;
   s.fwd.execute(stream(), args);
 }
@@ -104,8 +103,9 @@ void Linear::run_backward(State& base, const memory& diff_dst, const memory& dif
   auto& strm = stream();
   if (s.need_diff_src) {
     s.bwd_data_weights.pull();
-    s.bwd_data.execute(strm, {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, s.bwd_data_weights.get()},
-                              {DNNL_ARG_DIFF_SRC, diff_src}});
+    s.bwd_data.execute(
+        strm,
+        {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, s.bwd_data_weights.get()}, {DNNL_ARG_DIFF_SRC, diff_src}});
   }
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, s.src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, s.diff_weights.get()}};

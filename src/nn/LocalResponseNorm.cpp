@@ -13,7 +13,8 @@ using dnnl::memory;
 LocalResponseNorm::LocalResponseNorm(std::string name, int size, float alpha, float beta, float k)
     : Layer(std::move(name)), size_(size), alpha_(alpha), beta_(beta), k_(k) {
   if (size <= 0 || size % 2 == 0 || k <= 0.f)
-    throw std::invalid_argument(fmt::format("{}: lrn needs an odd size and k > 0 (size {}, k {})", this->name(), size, k));
+    throw std::invalid_argument(
+        fmt::format("{}: lrn needs an odd size and k > 0 (size {}, k {})", this->name(), size, k));
 }
 
 std::string LocalResponseNorm::describe() const {
@@ -21,7 +22,8 @@ std::string LocalResponseNorm::describe() const {
 }
 
 Dims LocalResponseNorm::out_shape(const Dims& in) const {
-  if (in.size() != 4) throw std::invalid_argument(fmt::format("{}: expects (N, C, H, W), got {}", name(), dims_str(in)));
+  if (in.size() != 4)
+    throw std::invalid_argument(fmt::format("{}: expects (N, C, H, W), got {}", name(), dims_str(in)));
   return in;
 }
 
@@ -37,8 +39,8 @@ std::unique_ptr<Layer::State> LocalResponseNorm::build(const memory::desc& src_m
   auto& eng = engine();
   const auto alg = dnnl::algorithm::lrn_across_channels;
   const auto prop = phase == Phase::kTrain ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
-  const dnnl::lrn_forward::primitive_desc fwd_pd(
-      dnnl::lrn_forward::desc(prop, alg, src_md, size_, alpha_, beta_, k_), eng);
+  const dnnl::lrn_forward::primitive_desc fwd_pd(dnnl::lrn_forward::desc(prop, alg, src_md, size_, alpha_, beta_, k_),
+                                                 eng);
   s->fwd = dnnl::lrn_forward(fwd_pd);
   s->src_md = fwd_pd.src_desc();
   s->dst_md = fwd_pd.dst_desc();
@@ -66,7 +68,8 @@ void LocalResponseNorm::run_forward(State& base, const memory& src, const memory
 void LocalResponseNorm::run_backward(State& base, const memory& diff_dst, const memory& diff_src) {
   auto& s = static_cast<LrnState&>(base);
   if (!s.need_diff_src) return;
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, s.src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_src}};
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, s.src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_src}};
   if (s.workspace) args[DNNL_ARG_WORKSPACE] = s.workspace;
   s.bwd.execute(stream(), args);
 }

@@ -49,7 +49,7 @@ struct Model::Impl {
   std::vector<bool> need_diff_src;
   Tensor params, grads, buffers;
   std::vector<ParamInfo> infos;
-  std::vector<std::int64_t> fan_ins;                         // per info
+  std::vector<std::int64_t> fan_ins;                        // per info
   std::vector<std::pair<std::size_t, std::size_t>> ranges;  // per layer: arena offset, count
   SoftmaxCrossEntropy loss;
   std::vector<std::unique_ptr<Plan>> plans;
@@ -87,7 +87,8 @@ Plan& Model::Impl::plan_for(int n, Phase phase) {
     // In place only if that destroys nothing backward needs: the previous layer's dst
     // when it reads it (and the reorder's copy is private anyway).
     const bool overwrites_prev = i > 0 && !p->reorder[i] && layers[i - 1]->needs_dst_in_backward();
-    const bool in_place = layer.in_place() && !overwrites_prev && layer.dst_md().get_size() == layer.src_md().get_size();
+    const bool in_place =
+        layer.in_place() && !overwrites_prev && layer.dst_md().get_size() == layer.src_md().get_size();
     p->prod[i + 1] = in_place ? memory(layer.dst_md(), eng, p->cons[i].get_data_handle()) : memory(layer.dst_md(), eng);
   }
   const memory::desc logits_md = plain_md({n, classes});
@@ -116,8 +117,8 @@ Plan& Model::Impl::plan_for(int n, Phase phase) {
       if (!need_diff_src[b - 1]) break;
       Layer& layer = *layers[b - 1];
       const bool in_place = layer.in_place() && layer.diff_src_md().get_size() == want.get_size();
-      p->dprod[b - 1] = in_place ? memory(layer.diff_src_md(), eng, p->dcons[b].get_data_handle())
-                                 : memory(layer.diff_src_md(), eng);
+      p->dprod[b - 1] =
+          in_place ? memory(layer.diff_src_md(), eng, p->dcons[b].get_data_handle()) : memory(layer.diff_src_md(), eng);
     }
   }
   plans.push_back(std::move(p));
@@ -138,8 +139,8 @@ Model::Model(const std::string& name, ImageShape input, int classes) : impl_(std
     params_before = params_before || !layer->param_specs().empty();
   }
   if (m.shapes.back() != Dims{1, classes})
-    throw std::invalid_argument(fmt::format("model {}: ends in shape {}, expected (1, {})", name,
-                                            dims_str(m.shapes.back()), classes));
+    throw std::invalid_argument(
+        fmt::format("model {}: ends in shape {}, expected (1, {})", name, dims_str(m.shapes.back()), classes));
 
   // Arena layout: layers in reverse order, each layer's tensors in its own order.
   std::size_t total = 0, total_buffers = 0;
@@ -147,7 +148,8 @@ Model::Model(const std::string& name, ImageShape input, int classes) : impl_(std
   for (std::size_t i = m.layers.size(); i-- > 0;) {
     const std::size_t start = total;
     for (const auto& spec : m.layers[i]->param_specs()) {
-      m.infos.push_back({m.layers[i]->name() + "." + spec.suffix, total, numel(spec.dims), spec.kind, static_cast<int>(i)});
+      m.infos.push_back(
+          {m.layers[i]->name() + "." + spec.suffix, total, numel(spec.dims), spec.kind, static_cast<int>(i)});
       m.fan_ins.push_back(spec.fan_in);
       total += numel(spec.dims);
     }
@@ -222,8 +224,8 @@ const std::vector<ParamInfo>& Model::param_infos() const noexcept { return impl_
 
 std::string Model::signature() const {
   const auto& m = *impl_;
-  std::string s = fmt::format("model {} input {} classes {} params {}\n", m.name, m.input.str(), m.classes,
-                              m.params.numel());
+  std::string s =
+      fmt::format("model {} input {} classes {} params {}\n", m.name, m.input.str(), m.classes, m.params.numel());
   for (std::size_t i = 0; i < m.layers.size(); ++i)
     s += fmt::format("{} {} {} {} -> {}\n", i, m.layers[i]->name(), m.layers[i]->describe(),
                      dims_str(Dims(m.shapes[i].begin() + 1, m.shapes[i].end())),

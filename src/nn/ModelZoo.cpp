@@ -23,14 +23,19 @@ namespace {
 // from the previous one and an impossible input fails at the layer that cannot take it.
 class Builder {
  public:
-  Builder(const std::string& model, ImageShape input) : model_(model), dims_{1, input.channels, input.height, input.width} {}
+  Builder(const std::string& model, ImageShape input)
+      : model_(model), dims_{1, input.channels, input.height, input.width} {}
 
   Builder& conv(int out, int k, int stride = 1, int pad = 0) {
     return add(std::make_unique<Conv2d>(next("conv"), static_cast<int>(dims_[1]), out, k, stride, pad));
   }
   Builder& relu() { return add(std::make_unique<ReLU>(next("relu"))); }
-  Builder& maxpool(int k, int stride) { return add(std::make_unique<Pool2d>(next("maxpool"), Pool2d::Mode::kMax, k, stride)); }
-  Builder& avgpool(int k, int stride) { return add(std::make_unique<Pool2d>(next("avgpool"), Pool2d::Mode::kAvg, k, stride)); }
+  Builder& maxpool(int k, int stride) {
+    return add(std::make_unique<Pool2d>(next("maxpool"), Pool2d::Mode::kMax, k, stride));
+  }
+  Builder& avgpool(int k, int stride) {
+    return add(std::make_unique<Pool2d>(next("avgpool"), Pool2d::Mode::kAvg, k, stride));
+  }
   Builder& bn() { return add(std::make_unique<BatchNorm2d>(next("bn"), static_cast<int>(dims_[1]))); }
   Builder& lrn() { return add(std::make_unique<LocalResponseNorm>(next("lrn"))); }
   Builder& dropout(float p) { return add(std::make_unique<Dropout>(next("dropout"), p)); }
@@ -74,12 +79,14 @@ const std::vector<ZooModel>& zoo() {
          for (int width : {1024, 512, 256, 128, 64, 32}) b.linear(width).relu();
          b.linear(classes);
        }},
-      {{"lenet5", "LeNet-5: conv 6@5x5 p2, pool, conv 16@5x5, pool, fc 120-84-classes, ReLU (61,706 params on 1x28x28)"},
+      {{"lenet5",
+        "LeNet-5: conv 6@5x5 p2, pool, conv 16@5x5, pool, fc 120-84-classes, ReLU (61,706 params on 1x28x28)"},
        [](Builder& b, int classes) {
          b.conv(6, 5, 1, 2).relu().maxpool(2, 2).conv(16, 5).relu().maxpool(2, 2);
          b.linear(120).relu().linear(84).relu().linear(classes);
        }},
-      {{"svhn-cnn", "small CNN: conv 6@5x5 p1, pool, conv 16@5x5 p1, pool, fc 64-classes, ReLU (40,450 params on 3x32x32)"},
+      {{"svhn-cnn",
+        "small CNN: conv 6@5x5 p1, pool, conv 16@5x5 p1, pool, fc 64-classes, ReLU (40,450 params on 3x32x32)"},
        [](Builder& b, int classes) {
          b.conv(6, 5, 1, 1).relu().maxpool(2, 2).conv(16, 5, 1, 1).relu().maxpool(2, 2);
          b.linear(64).relu().linear(classes);
@@ -88,7 +95,8 @@ const std::vector<ZooModel>& zoo() {
       // maxpool 2; conv 384@3x3 p1, 256@3x3 p1, 256@3x3 p1 (each + ReLU), maxpool 2; dropout
       // 0.5, fc 1024, ReLU, dropout 0.5, fc 1024, ReLU, fc classes. LRN: size 5, alpha 1e-4
       // (divided by size), beta 0.75, k 2. 7,706,442 params on 3x32x32 (flatten 256x4x4).
-      {{"alexnet", "CIFAR AlexNet: conv 64-192-384-256-256 (LRN after the first two), fc 1024-1024-classes, dropout 0.5"},
+      {{"alexnet",
+        "CIFAR AlexNet: conv 64-192-384-256-256 (LRN after the first two), fc 1024-1024-classes, dropout 0.5"},
        [](Builder& b, int classes) {
          b.conv(64, 5, 1, 2).relu().lrn().maxpool(2, 2);
          b.conv(192, 5, 1, 2).relu().lrn().maxpool(2, 2);
@@ -123,7 +131,8 @@ const std::vector<ZooEntry>& model_zoo() {
 std::vector<std::unique_ptr<Layer>> build_zoo_layers(const std::string& name, ImageShape input, int classes) {
   if (input.channels <= 0 || input.height <= 0 || input.width <= 0)
     throw std::invalid_argument(fmt::format("model {}: invalid input shape {}", name, input.str()));
-  if (classes < 2) throw std::invalid_argument(fmt::format("model {}: needs at least 2 classes, got {}", name, classes));
+  if (classes < 2)
+    throw std::invalid_argument(fmt::format("model {}: needs at least 2 classes, got {}", name, classes));
   for (const auto& m : zoo()) {
     if (m.entry.name != name) continue;
     Builder b(name, input);

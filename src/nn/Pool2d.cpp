@@ -16,12 +16,11 @@ Pool2d::Pool2d(std::string name, Mode mode, int kernel, int stride, int padding)
                                             this->name(), kernel, stride, padding));
 }
 
-std::string Pool2d::describe() const {
-  return fmt::format("{}(k={},s={},p={})", kind(), kernel_, stride_, padding_);
-}
+std::string Pool2d::describe() const { return fmt::format("{}(k={},s={},p={})", kind(), kernel_, stride_, padding_); }
 
 Dims Pool2d::out_shape(const Dims& in) const {
-  if (in.size() != 4) throw std::invalid_argument(fmt::format("{}: expects (N, C, H, W), got {}", name(), dims_str(in)));
+  if (in.size() != 4)
+    throw std::invalid_argument(fmt::format("{}: expects (N, C, H, W), got {}", name(), dims_str(in)));
   if (in[2] + 2 * padding_ < kernel_ || in[3] + 2 * padding_ < kernel_)
     throw std::invalid_argument(
         fmt::format("{}: input {}x{} is smaller than the {}x{} window", name(), in[2], in[3], kernel_, kernel_));

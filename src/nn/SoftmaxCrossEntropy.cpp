@@ -19,7 +19,8 @@ LossResult SoftmaxCrossEntropy::forward(const float* logits, const std::int32_t*
   for (int i = 0; i < n; ++i) {
     const int y = labels[i];
     if (y < 0 || y >= classes)
-      throw std::invalid_argument(fmt::format("SoftmaxCrossEntropy: label {} of sample {} not in [0, {})", y, i, classes));
+      throw std::invalid_argument(
+          fmt::format("SoftmaxCrossEntropy: label {} of sample {} not in [0, {})", y, i, classes));
     const float* z = logits + static_cast<std::size_t>(i) * classes;
     float* p = prob_.data() + static_cast<std::size_t>(i) * classes;
     int arg_max = 0;

@@ -31,7 +31,8 @@ Tensor::Tensor(Dims dims) : dims_(std::move(dims)) {
   for (auto d : dims_)
     if (d < 0) throw std::invalid_argument(fmt::format("Tensor: negative dimension in {}", dims_str(dims_)));
   // aligned_alloc needs a size that is a multiple of the alignment.
-  const std::size_t bytes = (std::max<std::size_t>(numel(), 1) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
+  const std::size_t bytes =
+      (std::max<std::size_t>(numel(), 1) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
   auto* p = static_cast<float*>(std::aligned_alloc(kAlignment, bytes));
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, bytes);

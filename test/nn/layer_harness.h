@@ -49,8 +49,8 @@ struct LayerRun {
 // garbage to check that backward overwrites them.
 inline LayerRun run_layer(Layer& layer, const Dims& in, const std::vector<float>& x,
                           const std::vector<std::vector<float>>& params, const std::vector<float>& dy, Phase phase,
-                          dnnl::memory::format_tag src_tag = dnnl::memory::format_tag::undef,
-                          float* buffers = nullptr, std::uint64_t seed = 0) {
+                          dnnl::memory::format_tag src_tag = dnnl::memory::format_tag::undef, float* buffers = nullptr,
+                          std::uint64_t seed = 0) {
   using dnnl::memory;
   auto& eng = DnnlContext::get().engine();
   auto& strm = DnnlContext::get().stream();

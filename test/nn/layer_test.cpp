@@ -104,20 +104,25 @@ std::vector<std::vector<float>> conv_params(int out_c, int in_c, int k, bool bia
 }  // namespace
 
 TEST_CASE("Conv2d matches the naive convolution and its central differences", "[nn][layer]") {
-  struct Cfg { int in_c, out_c, k, s, p; bool bias; Dims in; tag t; };
+  struct Cfg {
+    int in_c, out_c, k, s, p;
+    bool bias;
+    Dims in;
+    tag t;
+  };
   const std::vector<Cfg> cfgs{
-      {3, 4, 3, 1, 1, true, {2, 3, 6, 6}, tag::undef},      // padded, plain input
-      {3, 5, 5, 2, 2, true, {2, 3, 9, 9}, tag::undef},      // stride 2, odd size (floor)
+      {3, 4, 3, 1, 1, true, {2, 3, 6, 6}, tag::undef},       // padded, plain input
+      {3, 5, 5, 2, 2, true, {2, 3, 9, 9}, tag::undef},       // stride 2, odd size (floor)
       {16, 8, 3, 1, 0, false, {2, 16, 5, 5}, tag::nChw16c},  // blocked input, no bias
-      {1, 6, 5, 1, 2, true, {2, 1, 8, 8}, tag::undef},      // LeNet-like first layer
-      // LeNet's conv2: oneDNN runs backward-weights with avx2 8-blocked layouts here, so the
-      // layer's internal src / diff_dst reorders are exercised.
+      {1, 6, 5, 1, 2, true, {2, 1, 8, 8}, tag::undef},       // LeNet-like first layer
+      // LeNet's conv2: oneDNN has no jit backward-weights on the forward's layouts here, so
+      // it runs on nhwc copies and the layer's internal src / diff_dst reorders are exercised.
       {6, 16, 5, 1, 0, true, {2, 6, 9, 9}, tag::nChw16c},
   };
   for (const auto& c : cfgs) {
     Conv2d conv("conv", c.in_c, c.out_c, c.k, c.s, c.p, c.bias);
-    check_layer(conv, c.in, conv_ref(c.in, c.out_c, c.k, c.s, c.p, c.bias), conv_params(c.out_c, c.in_c, c.k, c.bias, 5),
-                c.t);
+    check_layer(conv, c.in, conv_ref(c.in, c.out_c, c.k, c.s, c.p, c.bias),
+                conv_params(c.out_c, c.in_c, c.k, c.bias, 5), c.t);
   }
 }
 
@@ -127,18 +132,19 @@ TEST_CASE("Linear matches x W^T + b and its central differences", "[nn][layer]")
     Linear fc("fc", I, O, bias);
     std::vector<std::vector<float>> p{random_floats(O * I, 9)};
     if (bias) p.push_back(random_floats(O, 10));
-    check_layer(fc, {N, I},
-                [&](const Vec& x, const std::vector<Vec>& prm) {
-                  Vec y(N * O);
-                  for (int n = 0; n < N; ++n)
-                    for (int o = 0; o < O; ++o) {
-                      double acc = bias ? prm[1][o] : 0.0;
-                      for (int i = 0; i < I; ++i) acc += x[n * I + i] * prm[0][o * I + i];
-                      y[n * O + o] = acc;
-                    }
-                  return y;
-                },
-                p);
+    check_layer(
+        fc, {N, I},
+        [&](const Vec& x, const std::vector<Vec>& prm) {
+          Vec y(N * O);
+          for (int n = 0; n < N; ++n)
+            for (int o = 0; o < O; ++o) {
+              double acc = bias ? prm[1][o] : 0.0;
+              for (int i = 0; i < I; ++i) acc += x[n * I + i] * prm[0][o * I + i];
+              y[n * O + o] = acc;
+            }
+          return y;
+        },
+        p);
   }
 }
 
@@ -158,10 +164,15 @@ TEST_CASE("ReLU matches max(x, 0) and its central differences, plain and blocked
 }
 
 TEST_CASE("MaxPool2d and AvgPool2d match naive pooling and their central differences", "[nn][layer]") {
-  struct Cfg { bool max; int k, s, p; Dims in; tag t; };
+  struct Cfg {
+    bool max;
+    int k, s, p;
+    Dims in;
+    tag t;
+  };
   const std::vector<Cfg> cfgs{
-      {true, 2, 2, 0, {2, 3, 6, 6}, tag::undef},  {true, 2, 2, 0, {2, 3, 7, 5}, tag::undef},  // floor
-      {true, 3, 2, 1, {2, 16, 7, 7}, tag::nChw16c}, {false, 2, 2, 0, {2, 3, 6, 6}, tag::undef},
+      {true, 2, 2, 0, {2, 3, 6, 6}, tag::undef},     {true, 2, 2, 0, {2, 3, 7, 5}, tag::undef},  // floor
+      {true, 3, 2, 1, {2, 16, 7, 7}, tag::nChw16c},  {false, 2, 2, 0, {2, 3, 6, 6}, tag::undef},
       {false, 3, 2, 1, {2, 16, 5, 5}, tag::nChw16c},
   };
   for (const auto& c : cfgs) {

@@ -132,7 +132,8 @@ void directional_check(Model& m, const Batch& b) {
     }
     const double eps = 1e-3;
     auto shifted_loss = [&](double t) {
-      for (std::size_t j = 0; j < info.count; ++j) p[info.offset + j] = static_cast<float>(p0[info.offset + j] + t * d[j]);
+      for (std::size_t j = 0; j < info.count; ++j)
+        p[info.offset + j] = static_cast<float>(p0[info.offset + j] + t * d[j]);
       return mean_loss(m, b);
     };
     const double num = (shifted_loss(eps) - shifted_loss(-eps)) / (2 * eps);
@@ -168,9 +169,9 @@ TEST_CASE("Zoo models have the published parameter counts", "[nn][model]") {
 }
 
 TEST_CASE("Zoo models produce (n, classes) logits and list themselves", "[nn][model]") {
-  const std::vector<std::pair<std::string, ImageShape>> cases{
-      {"logreg", {1, 28, 28}}, {"lenet5", {1, 28, 28}}, {"mlp", {3, 32, 32}},
-      {"svhn-cnn", {3, 32, 32}}, {"alexnet", {3, 32, 32}}, {"vgg11", {3, 32, 32}}};
+  const std::vector<std::pair<std::string, ImageShape>> cases{{"logreg", {1, 28, 28}},  {"lenet5", {1, 28, 28}},
+                                                              {"mlp", {3, 32, 32}},     {"svhn-cnn", {3, 32, 32}},
+                                                              {"alexnet", {3, 32, 32}}, {"vgg11", {3, 32, 32}}};
   CHECK(model_zoo().size() == cases.size());
   for (const auto& [name, shape] : cases) {
     Model m(name, shape, 10);
@@ -197,41 +198,70 @@ TEST_CASE("Unknown models and impossible shapes throw std::invalid_argument", "[
 }
 
 TEST_CASE("The arena is in reverse layer order and on_ready covers it once, in order", "[nn][model]") {
-  Model m("lenet5", {1, 28, 28}, 10);
-  const auto& infos = m.param_infos();
-  REQUIRE(!infos.empty());
-  CHECK(infos.front().name == "fc3.weight");
-  CHECK(infos.back().name == "conv1.bias");
-  std::size_t next = 0;
-  for (std::size_t k = 0; k < infos.size(); ++k) {
-    CHECK(infos[k].offset == next);
-    next += infos[k].count;
-    if (k > 0) CHECK(infos[k].layer <= infos[k - 1].layer);
+  {
+    Model m("lenet5", {1, 28, 28}, 10);
+    const auto& infos = m.param_infos();
+    REQUIRE(!infos.empty());
+    CHECK(infos.front().name == "fc3.weight");
+    CHECK(infos.back().name == "conv1.bias");
+    CHECK(reinterpret_cast<std::uintptr_t>(m.params().data()) % 64 == 0);
+    CHECK(reinterpret_cast<std::uintptr_t>(m.grads().data()) % 64 == 0);
   }
-  CHECK(next == m.num_params());
-  CHECK(reinterpret_cast<std::uintptr_t>(m.params().data()) % 64 == 0);
-  CHECK(reinterpret_cast<std::uintptr_t>(m.grads().data()) % 64 == 0);
+  const std::vector<std::pair<std::string, ImageShape>> cases{{"logreg", {1, 6, 6}},  {"lenet5", {1, 28, 28}},
+                                                              {"mlp", {1, 4, 4}},     {"svhn-cnn", {3, 12, 12}},
+                                                              {"alexnet", {3, 8, 8}}, {"vgg11", {3, 32, 32}}};
+  for (const auto& [name, shape] : cases) {
+    Model m(name, shape, 10);
+    INFO(name);
+    const auto& infos = m.param_infos();
+    std::size_t next = 0;
+    std::set<int> layers_with_params;
+    for (std::size_t k = 0; k < infos.size(); ++k) {
+      CHECK(infos[k].offset == next);
+      next += infos[k].count;
+      if (k > 0) CHECK(infos[k].layer <= infos[k - 1].layer);
+      layers_with_params.insert(infos[k].layer);
+    }
+    CHECK(next == m.num_params());
 
-  const auto b = random_batch({1, 28, 28}, 4, 10, 3);
-  mean_loss(m, b);
-  std::vector<std::pair<std::size_t, std::size_t>> ranges;
-  std::vector<float> seen_grads;
-  m.backward([&](std::size_t off, std::size_t count) {
-    ranges.emplace_back(off, count);
-    // The range must be final when announced: copy it now, compare after backward.
-    seen_grads.insert(seen_grads.end(), m.grads().begin() + off, m.grads().begin() + off + count);
-  });
-  REQUIRE(ranges.size() == 5);  // conv1, conv2, fc1, fc2, fc3
-  std::size_t pos = 0;
-  for (auto [off, count] : ranges) {
-    CHECK(off == pos);
-    pos += count;
+    const auto b = random_batch(shape, 2, 10, 3);
+    mean_loss(m, b);
+    std::vector<std::pair<std::size_t, std::size_t>> ranges;
+    std::vector<float> seen_grads;
+    m.backward([&](std::size_t off, std::size_t count) {
+      ranges.emplace_back(off, count);
+      // The range must be final when announced: copy it now, compare after backward.
+      seen_grads.insert(seen_grads.end(), m.grads().begin() + off, m.grads().begin() + off + count);
+    });
+    CHECK(ranges.size() == layers_with_params.size());  // one call per layer with parameters
+    std::size_t pos = 0;
+    for (auto [off, count] : ranges) {
+      CHECK(off == pos);
+      pos += count;
+    }
+    CHECK(pos == m.num_params());
+    CHECK(std::equal(seen_grads.begin(), seen_grads.end(), m.grads().begin()));
   }
-  CHECK(pos == m.num_params());
-  CHECK(std::equal(seen_grads.begin(), seen_grads.end(), m.grads().begin()));
 }
 
 TEST_CASE("init is deterministic from the seed, He-uniform weights and zero biases", "[nn][model]") {
+  for (const auto& entry : model_zoo()) {
+    const ImageShape shape{3, 32, 32};
+    Model x(entry.name, shape, 10), y(entry.name, shape, 10);
+    x.init(7);
+    y.init(7);
+    INFO(entry.name);
+    CHECK(std::equal(x.params().begin(), x.params().end(), y.params().begin()));
+    CHECK(std::equal(x.buffers().begin(), x.buffers().end(), y.buffers().begin()));
+    y.init(8);
+    CHECK(!std::equal(x.params().begin(), x.params().end(), y.params().begin()));
+    for (const auto& info : x.param_infos()) {
+      const auto v = x.params().subspan(info.offset, info.count);
+      if (info.kind == ParamKind::kNormScale) CHECK(std::all_of(v.begin(), v.end(), [](float f) { return f == 1.f; }));
+      if (info.kind == ParamKind::kNormShift || info.kind == ParamKind::kBias)
+        CHECK(std::all_of(v.begin(), v.end(), [](float f) { return f == 0.f; }));
+    }
+  }
   Model a("lenet5", {1, 28, 28}, 10), b("lenet5", {1, 28, 28}, 10);
   a.init(42);
   b.init(42);
@@ -302,11 +332,15 @@ TEST_CASE("Whole models pass a gradient check", "[nn][model]") {
 TEST_CASE("Zoo models overfit a tiny batch with plain SGD", "[nn][model]") {
   // Random images with random labels: only memorisation lowers the loss. Models with
   // dropout or BatchNorm are judged on the eval-phase loss too (running statistics).
-  struct Cfg { std::string name; ImageShape shape; int n, steps; float lr; };
-  const std::vector<Cfg> cfgs{
-      {"logreg", {1, 28, 28}, 8, 200, 0.05f},   {"lenet5", {1, 28, 28}, 8, 300, 0.05f},
-      {"mlp", {3, 16, 16}, 8, 200, 0.02f},      {"svhn-cnn", {3, 32, 32}, 8, 300, 0.05f},
-      {"alexnet", {3, 16, 16}, 8, 150, 0.02f},  {"vgg11", {3, 32, 32}, 8, 40, 0.05f}};
+  struct Cfg {
+    std::string name;
+    ImageShape shape;
+    int n, steps;
+    float lr;
+  };
+  const std::vector<Cfg> cfgs{{"logreg", {1, 28, 28}, 8, 200, 0.05f},  {"lenet5", {1, 28, 28}, 8, 300, 0.05f},
+                              {"mlp", {3, 16, 16}, 8, 200, 0.02f},     {"svhn-cnn", {3, 32, 32}, 8, 300, 0.05f},
+                              {"alexnet", {3, 16, 16}, 8, 150, 0.02f}, {"vgg11", {3, 32, 32}, 8, 40, 0.05f}};
   for (const auto& c : cfgs) {
     Model m(c.name, c.shape, 10);
     m.init(5);
@@ -381,7 +415,7 @@ TEST_CASE("BatchNorm running statistics live in buffers(), move in train and not
     if (info.kind == ParamKind::kNormScale || info.kind == ParamKind::kNormShift) CHECK(info.name.find("bn") == 0);
   m.init(1);
   const std::vector<float> initial(m.buffers().begin(), m.buffers().end());
-  CHECK(std::all_of(initial.begin(), initial.begin() + 64, [](float v) { return v == 0.f; }));    // bn1 mean
+  CHECK(std::all_of(initial.begin(), initial.begin() + 64, [](float v) { return v == 0.f; }));        // bn1 mean
   CHECK(std::all_of(initial.begin() + 64, initial.begin() + 128, [](float v) { return v == 1.f; }));  // bn1 var
   const auto b = random_batch({3, 32, 32}, 2, 10, 51);
   mean_loss(m, b, Phase::kEval);

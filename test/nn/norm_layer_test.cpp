@@ -85,7 +85,8 @@ TEST_CASE("BatchNorm2d train matches batch-statistics normalisation and its cent
     const auto dy = random_floats(numel(in), 6);
     const LayerRun got = run_layer(bn, in, x, params, dy, Phase::kTrain, t, buffers.data());
     const RefForward ref = [&](const Vec& xx, const std::vector<Vec>& p) { return bn_ref(xx, in, p[0], p[1], 1e-5); };
-    const RefGrads want = reference_grads(ref, to_double(x), {to_double(params[0]), to_double(params[1])}, to_double(dy));
+    const RefGrads want =
+        reference_grads(ref, to_double(x), {to_double(params[0]), to_double(params[1])}, to_double(dy));
     CHECK(rel_error(got.y, want.y) < 1e-5);
     CHECK(rel_error(got.dx, want.dx) < 1e-3);
     CHECK(rel_error(got.dparams[0], want.dparams[0]) < 1e-3);
@@ -121,7 +122,12 @@ TEST_CASE("BatchNorm2d eval normalises with the running statistics and leaves th
 
 TEST_CASE("LocalResponseNorm matches the across-channel formula (alpha / size) and its central differences",
           "[nn][layer]") {
-  struct Cfg { int size; float alpha, beta, k; Dims in; tag t; };
+  struct Cfg {
+    int size;
+    float alpha, beta, k;
+    Dims in;
+    tag t;
+  };
   const std::vector<Cfg> cfgs{
       {5, 1e-4f, 0.75f, 2.f, {2, 7, 3, 3}, tag::undef},   // AlexNet's constants
       {5, 2.0f, 0.75f, 1.f, {2, 7, 3, 3}, tag::undef},    // strong normalisation: the sum matters
@@ -139,8 +145,7 @@ TEST_CASE("LocalResponseNorm matches the across-channel formula (alpha / size) a
   }
 }
 
-TEST_CASE("Dropout keeps 1-p of the elements scaled by 1/(1-p), reproducibly; eval is the identity",
-          "[nn][layer]") {
+TEST_CASE("Dropout keeps 1-p of the elements scaled by 1/(1-p), reproducibly; eval is the identity", "[nn][layer]") {
   const Dims in{20, 500};
   const float p = 0.3f;
   const auto x = random_floats(numel(in), 13, 0.5f, 1.5f);  // nonzero, so a zero output means dropped
@@ -158,6 +163,24 @@ TEST_CASE("Dropout keeps 1-p of the elements scaled by 1/(1-p), reproducibly; ev
   }
   // 10000 Bernoulli(0.3) draws: std 0.0046; 0.02 is over 4 sigma.
   CHECK(std::abs(static_cast<double>(dropped) / x.size() - p) < 0.02);
+
+  // Gradient check: with the seed fixed, dropout is the linear map y = m x; the reference
+  // applies the mask read off the first run (m = y / x), and the layer, rerun with the same
+  // seed, must match its forward and the central differences of its backward.
+  std::vector<double> mask(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) mask[i] = a.y[i] / static_cast<double>(x[i]);
+  const Dims small{4, 25};
+  Dropout rerun("dropout", p);
+  const std::vector<float> xs(x.begin(), x.begin() + 100), dys(dy.begin(), dy.begin() + 100);
+  const LayerRun got = run_layer(rerun, small, xs, {}, dys, Phase::kTrain, tag::undef, nullptr, 77);
+  const RefForward ref = [&](const Vec& xx, const std::vector<Vec>&) {
+    Vec y(xx.size());
+    for (std::size_t i = 0; i < xx.size(); ++i) y[i] = mask[i] * xx[i];
+    return y;
+  };
+  const RefGrads want = reference_grads(ref, to_double(xs), {}, to_double(dys));
+  CHECK(rel_error(got.y, want.y) < 1e-6);
+  CHECK(rel_error(got.dx, want.dx) < 1e-5);
 
   Dropout again("dropout", p), other("dropout", p);
   CHECK(run_layer(again, in, x, {}, {}, Phase::kTrain, tag::undef, nullptr, 77).y == a.y);
