@@ -183,7 +183,8 @@ cmd_run() {
     --mca oob_tcp_if_include "$kCidr" -x OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$@")
   echo "+ ${cmd[*]}"
   [[ $dry -eq 1 ]] && return 0
-  "${env[@]}" "${cmd[@]}"
+  # exec: a timeout or Ctrl-C signals mpirun itself, which then ends its daemons.
+  exec "${env[@]}" "${cmd[@]}"
 }
 
 main() {
