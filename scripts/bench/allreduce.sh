@@ -3,7 +3,7 @@
 # auto on shared memory at np 2 and 4; with --cluster also on the emulated cluster of
 # scripts/mpirun/cluster.sh (1 rank per node, tbf-shaped links), torn down afterwards.
 #
-#   scripts/bench/allreduce.sh [--quick] [--cluster] [--nodes "3 4"] [--link-rate 1gbit]
+#   scripts/bench/allreduce.sh [--quick] [--cluster | --cluster-only] [--nodes "3 4"] [--link-rate 1gbit]
 #                              [--out DIR] [-- extra allreduce_bench flags]
 #
 # Tables go to stdout; CSV/JSON per run into --out (default build/bench/allreduce).
@@ -15,6 +15,7 @@ build=${RINGTRAIN_BUILD_DIR:-$root/build}
 bench=$build/apps/allreduce_bench
 quick=0
 cluster=0
+shm=1
 nodes_list="3 4"
 link_rate=1gbit
 out=$build/bench/allreduce
@@ -23,6 +24,7 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1; shift ;;
     --cluster) cluster=1; shift ;;
+    --cluster-only) cluster=1; shm=0; shift ;;
     --nodes) nodes_list=$2; shift 2 ;;
     --link-rate) link_rate=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -50,6 +52,7 @@ else
 fi
 
 for np in 2 4; do
+  [[ $shm -eq 1 ]] || break
   for range in small large; do
     declare -n args=${range}_args
     echo "## shared memory, np $np, $range sizes ($(date -u +%H:%M:%S) UTC, load: $(cut -d' ' -f1-3 /proc/loadavg))"
