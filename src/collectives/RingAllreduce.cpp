@@ -116,8 +116,7 @@ class RingRun {
   };
 
   std::uint64_t key_of(bool all_gather, int step, std::uint64_t chunk) const {
-    const std::uint64_t phase_step =
-        static_cast<std::uint64_t>(all_gather ? size_ + step : step);
+    const std::uint64_t phase_step = static_cast<std::uint64_t>(all_gather ? size_ + step : step);
     return phase_step * kChunkRadix + chunk;
   }
 
@@ -162,14 +161,14 @@ class RingRun {
     } else {
       dst = scratch_.data() + slot * slot_elems_;
     }
-    RINGTRAIN_MPI_CHECK(MPI_Irecv(dst, item.count, MPI_FLOAT, left_, kRingTag, comm_,
-                                  &recv_requests_[slot]));
+    RINGTRAIN_MPI_CHECK(
+        MPI_Irecv(dst, item.count, MPI_FLOAT, left_, kRingTag, comm_, &recv_requests_[slot]));
   }
 
   void send(std::size_t offset, int count, std::uint64_t key) {
     MPI_Request request;
-    RINGTRAIN_MPI_CHECK(MPI_Isend(data_.data() + offset, count, MPI_FLOAT, right_, kRingTag,
-                                  comm_, &request));
+    RINGTRAIN_MPI_CHECK(
+        MPI_Isend(data_.data() + offset, count, MPI_FLOAT, right_, kRingTag, comm_, &request));
     stats_.bytes_sent += static_cast<std::uint64_t>(count) * sizeof(float);
     sends_.push_back({key, request});
   }
@@ -201,9 +200,8 @@ class RingRun {
 
 }  // namespace
 
-void ring_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
-                    const AllreduceTuning& tuning, std::vector<float>& scratch,
-                    TrafficStats& stats) {
+void ring_allreduce(MPI_Comm comm, std::span<float> data, bool mean, const AllreduceTuning& tuning,
+                    std::vector<float>& scratch, TrafficStats& stats) {
   int size = 1;
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size));
   if (size == 1 || data.empty()) {
@@ -216,14 +214,18 @@ void ring_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
 std::uint64_t ring_bytes_sent(std::size_t count, int ranks, int rank) {
   if (ranks <= 1) return 0;
   // Reduce-scatter sends every segment but r+1, all-gather every segment but r+2.
-  const auto seg = [&](int i) { return partition_size(count, ranks, static_cast<std::size_t>(((i % ranks) + ranks) % ranks)); };
+  const auto seg = [&](int i) {
+    return partition_size(count, ranks, static_cast<std::size_t>(((i % ranks) + ranks) % ranks));
+  };
   return (2 * count - seg(rank + 1) - seg(rank + 2)) * sizeof(float);
 }
 
 std::uint64_t ring_bytes_received(std::size_t count, int ranks, int rank) {
   if (ranks <= 1) return 0;
   // Reduce-scatter receives every segment but r, all-gather every segment but r+1.
-  const auto seg = [&](int i) { return partition_size(count, ranks, static_cast<std::size_t>(((i % ranks) + ranks) % ranks)); };
+  const auto seg = [&](int i) {
+    return partition_size(count, ranks, static_cast<std::size_t>(((i % ranks) + ranks) % ranks));
+  };
   return (2 * count - seg(rank) - seg(rank + 1)) * sizeof(float);
 }
 
