@@ -78,13 +78,13 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--warmup", o.warmup, "untimed calls per size and algorithm")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0, 1000000));
     app.add_option("--iters", o.iters, "timed calls per size and algorithm")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 1000000));
     app.add_option("--repeats", o.repeats, "timed loops per algorithm, taken in turns; best counts")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 1000000));
     app.add_option("--chunk-kb", o.chunk_kb, "ring pipeline chunk (KiB)")->capture_default_str();
     app.add_option("--recv-depth", o.recv_depth, "ring receives posted ahead")
         ->capture_default_str()
