@@ -40,13 +40,15 @@ ringtrain::BenchConfig make_config(const Options& o) {
                      : ringtrain::parse_size_list(o.sizes);
   config.algos = ringtrain::parse_algo_list(o.algo);
   for (auto a : config.algos) {
-    if (a == ringtrain::AllreduceAlgo::kMpi && config.algos.size() > 1) config.compare_to_mpi = true;
+    if (a == ringtrain::AllreduceAlgo::kMpi && config.algos.size() > 1)
+      config.compare_to_mpi = true;
   }
   config.warmup = o.warmup;
   config.iters = o.iters;
   config.repeats = o.repeats;
   config.mean = o.mean;
-  if (o.chunk_kb <= 0 || o.ps_chunk_kb <= 0) throw std::invalid_argument("chunk sizes must be positive");
+  if (o.chunk_kb <= 0 || o.ps_chunk_kb <= 0)
+    throw std::invalid_argument("chunk sizes must be positive");
   config.tuning.ring_chunk_bytes = static_cast<std::size_t>(o.chunk_kb * 1024);
   config.tuning.ring_recv_depth = o.recv_depth;
   config.tuning.ps_chunk_bytes = static_cast<std::size_t>(o.ps_chunk_kb * 1024);
@@ -67,19 +69,37 @@ int main(int argc, char** argv) {
 
     CLI::App app{"allreduce_bench: all-reduce bandwidth and latency (nccl-tests style)"};
     Options o;
-    app.add_option("--min-bytes", o.min_bytes, "smallest size (K/M/G suffixes)")->capture_default_str();
-    app.add_option("--max-bytes", o.max_bytes, "largest size; sizes double from --min-bytes")->capture_default_str();
+    app.add_option("--min-bytes", o.min_bytes, "smallest size (K/M/G suffixes)")
+        ->capture_default_str();
+    app.add_option("--max-bytes", o.max_bytes, "largest size; sizes double from --min-bytes")
+        ->capture_default_str();
     app.add_option("--sizes", o.sizes, "explicit comma list of sizes instead, e.g. 1K,1M,64M");
-    app.add_option("--algo", o.algo, "ring|mpi|ps|rd|auto|all or a comma list")->capture_default_str();
-    app.add_option("--warmup", o.warmup, "untimed calls per size and algorithm")->capture_default_str()->check(CLI::NonNegativeNumber);
-    app.add_option("--iters", o.iters, "timed calls per size and algorithm")->capture_default_str()->check(CLI::PositiveNumber);
-    app.add_option("--repeats", o.repeats, "timed loops per algorithm, taken in turns; best counts")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--algo", o.algo, "ring|mpi|ps|rd|auto|all or a comma list")
+        ->capture_default_str();
+    app.add_option("--warmup", o.warmup, "untimed calls per size and algorithm")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1000000));
+    app.add_option("--iters", o.iters, "timed calls per size and algorithm")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000000));
+    app.add_option("--repeats", o.repeats, "timed loops per algorithm, taken in turns; best counts")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000000));
     app.add_option("--chunk-kb", o.chunk_kb, "ring pipeline chunk (KiB)")->capture_default_str();
-    app.add_option("--recv-depth", o.recv_depth, "ring receives posted ahead")->capture_default_str()->check(CLI::Range(1, 64));
-    app.add_option("--ps-chunk-kb", o.ps_chunk_kb, "parameter-server chunk (KiB)")->capture_default_str();
-    app.add_option("--auto-ring-min", o.auto_ring_min, "auto across hosts: ring from this size on, rd below")->capture_default_str();
-    app.add_option("--auto-ring-min-shm", o.auto_ring_min_shm, "auto on one host: ring from this size on")->capture_default_str();
-    app.add_option("--rd-doubling-max", o.rd_doubling_max, "rd: whole-vector doubling up to this size")->capture_default_str();
+    app.add_option("--recv-depth", o.recv_depth, "ring receives posted ahead")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 64));
+    app.add_option("--ps-chunk-kb", o.ps_chunk_kb, "parameter-server chunk (KiB)")
+        ->capture_default_str();
+    app.add_option("--auto-ring-min", o.auto_ring_min,
+                   "auto across hosts: ring from this size on, rd below")
+        ->capture_default_str();
+    app.add_option("--auto-ring-min-shm", o.auto_ring_min_shm,
+                   "auto on one host: ring from this size on")
+        ->capture_default_str();
+    app.add_option("--rd-doubling-max", o.rd_doubling_max,
+                   "rd: whole-vector doubling up to this size")
+        ->capture_default_str();
     app.add_flag("--mean", o.mean, "check and time the mean (sum * 1/N) variant");
     app.add_option("--csv", o.csv, "also write the results as CSV");
     app.add_option("--json", o.json, "also write the results as JSON");
@@ -92,10 +112,12 @@ int main(int argc, char** argv) {
       if (rank == 0) std::cout << app.help();
       return 0;
     } catch (const CLI::ParseError& e) {
-      if (rank == 0) std::fprintf(stderr, "allreduce_bench: usage error: %s (see --help)\n", e.what());
+      if (rank == 0)
+        std::fprintf(stderr, "allreduce_bench: usage error: %s (see --help)\n", e.what());
       return 2;
     } catch (const std::invalid_argument& e) {
-      if (rank == 0) std::fprintf(stderr, "allreduce_bench: usage error: %s (see --help)\n", e.what());
+      if (rank == 0)
+        std::fprintf(stderr, "allreduce_bench: usage error: %s (see --help)\n", e.what());
       return 2;
     }
 
@@ -106,9 +128,13 @@ int main(int argc, char** argv) {
       const auto* mpi = dynamic_cast<const ringtrain::MpiCommunicator*>(comm.get());
       const bool single_host = mpi == nullptr || mpi->single_host();
       std::cout << "# allreduce_bench: " << comm->size() << " ranks, " << comm->library_version()
-                << ", hosts " << host_list << " (MPI: " << (single_host ? "one host" : "several hosts")
-                << ", auto uses rd below " << (single_host ? o.auto_ring_min_shm : o.auto_ring_min) << ")" << "\n# ring chunk " << o.chunk_kb << " KiB x" << o.recv_depth
-                << ", warmup " << o.warmup << ", iters " << o.iters << " x best of " << o.repeats << ", op " << (o.mean ? "mean" : "sum")
+                << ", hosts " << host_list
+                << " (MPI: " << (single_host ? "one host" : "several hosts")
+                << ", auto uses rd below " << (single_host ? o.auto_ring_min_shm : o.auto_ring_min)
+                << ")"
+                << "\n# ring chunk " << o.chunk_kb << " KiB x" << o.recv_depth << ", warmup "
+                << o.warmup << ", iters " << o.iters << " x best of " << o.repeats << ", op "
+                << (o.mean ? "mean" : "sum")
                 << ", GB = 1e9 B, busbw = algbw * 2(N-1)/N, times per call averaged over iters\n";
     } else {
       comm->allgather(comm->host_name());
@@ -118,8 +144,10 @@ int main(int argc, char** argv) {
     for (const auto& r : rows) errors += r.errors;
     if (rank == 0) {
       if (!o.csv.empty()) ringtrain::write_bench_csv(rows, comm->size(), o.csv);
-      if (!o.json.empty()) ringtrain::write_bench_json(rows, comm->size(), comm->library_version(), config, o.json);
-      std::cout << "# errors: " << errors << (errors ? "  (MISMATCH)" : "  (all sizes correct)") << "\n";
+      if (!o.json.empty())
+        ringtrain::write_bench_json(rows, comm->size(), comm->library_version(), config, o.json);
+      std::cout << "# errors: " << errors << (errors ? "  (MISMATCH)" : "  (all sizes correct)")
+                << "\n";
     }
     comm->barrier();
     return errors ? 1 : 0;

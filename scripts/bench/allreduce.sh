@@ -3,7 +3,7 @@
 # auto on shared memory at np 2 and 4; with --cluster also on the emulated cluster of
 # scripts/mpirun/cluster.sh (1 rank per node, tbf-shaped links), torn down afterwards.
 #
-#   scripts/bench/allreduce.sh [--quick] [--cluster] [--nodes "3 4"] [--link-rate 1gbit]
+#   scripts/bench/allreduce.sh [--quick] [--cluster | --cluster-only] [--nodes "3 4"] [--link-rate 1gbit]
 #                              [--out DIR] [-- extra allreduce_bench flags]
 #
 # Tables go to stdout; CSV/JSON per run into --out (default build/bench/allreduce).
@@ -15,6 +15,7 @@ build=${RINGTRAIN_BUILD_DIR:-$root/build}
 bench=$build/apps/allreduce_bench
 quick=0
 cluster=0
+shm=1
 nodes_list="3 4"
 link_rate=1gbit
 out=$build/bench/allreduce
@@ -23,6 +24,7 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1; shift ;;
     --cluster) cluster=1; shift ;;
+    --cluster-only) cluster=1; shm=0; shift ;;
     --nodes) nodes_list=$2; shift 2 ;;
     --link-rate) link_rate=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -38,30 +40,55 @@ if [[ $(id -u) -eq 0 ]]; then
 fi
 export OMP_NUM_THREADS=1
 
+# Small sizes: many short calls; large sizes: few calls per repeat, more repeats.
 if [[ $quick -eq 1 ]]; then
-  shm_args=(--min-bytes 4 --max-bytes 16M --warmup 2 --iters 5 --repeats 3)
+  small_args=(--min-bytes 4 --max-bytes 512K --warmup 2 --iters 10 --repeats 3)
+  large_args=(--min-bytes 1M --max-bytes 16M --warmup 1 --iters 2 --repeats 3)
   net_args=(--sizes 16M,64M --warmup 1 --iters 1 --repeats 2)
 else
-  shm_args=(--min-bytes 4 --max-bytes 256M --warmup 3 --iters 5 --repeats 7)
+  small_args=(--min-bytes 4 --max-bytes 512K --warmup 3 --iters 20 --repeats 7)
+  large_args=(--min-bytes 1M --max-bytes 256M --warmup 1 --iters 2 --repeats 7)
   net_args=(--sizes 16M,32M,64M --warmup 1 --iters 2 --repeats 3)
 fi
 
 for np in 2 4; do
-  echo "## shared memory, np $np ($(date -u +%H:%M:%S) UTC, load: $(cut -d' ' -f1-3 /proc/loadavg))"
-  mpirun -np "$np" --oversubscribe --bind-to none -x OMP_NUM_THREADS "$bench" --algo all \
-    "${shm_args[@]}" --csv "$out/shm_np$np.csv" --json "$out/shm_np$np.json" "${extra[@]}"
-  echo
+  [[ $shm -eq 1 ]] || break
+  for range in small large; do
+    declare -n args=${range}_args
+    echo "## shared memory, np $np, $range sizes ($(date -u +%H:%M:%S) UTC, load: $(cut -d' ' -f1-3 /proc/loadavg))"
+    mpirun -np "$np" --oversubscribe --bind-to none -x OMP_NUM_THREADS "$bench" --algo all \
+      "${args[@]}" --csv "$out/shm_np${np}_$range.csv" --json "$out/shm_np${np}_$range.json" "${extra[@]}"
+    echo
+  done
 done
 
 if [[ $cluster -eq 1 ]]; then
   cluster_sh=$root/scripts/mpirun/cluster.sh
   trap '"$cluster_sh" down >/dev/null 2>&1 || true' EXIT
+  # A daemon launch into the namespaces has (rarely) stalled right after `up`; check the
+  # launch first with a timeout, and give each benchmark run one retry on a timeout.
+  launch_ok() {
+    local try
+    for try in 1 2 3; do
+      if timeout 60 "$cluster_sh" run -- hostname >/dev/null 2>&1; then return 0; fi
+      echo "(launch check $try timed out or failed; retrying)" >&2
+    done
+    return 1
+  }
   for nodes in $nodes_list; do
     "$cluster_sh" down >/dev/null 2>&1 || true
     "$cluster_sh" up --nodes "$nodes" --link-rate "$link_rate"
+    launch_ok || { echo "allreduce.sh: mpirun cannot launch into the emulated cluster" >&2; exit 1; }
     echo "## emulated cluster: $nodes nodes x 1 rank, $link_rate links ($(date -u +%H:%M:%S) UTC)"
-    "$cluster_sh" run --np "$nodes" -- "$bench" --algo mpi,ring,ps,rd \
-      "${net_args[@]}" --csv "$out/cluster_n$nodes.csv" --json "$out/cluster_n$nodes.json" "${extra[@]}"
+    for attempt in 1 2; do
+      if timeout "${RINGTRAIN_CLUSTER_TIMEOUT:-1200}" "$cluster_sh" run --np "$nodes" -- "$bench" \
+          --algo mpi,ring,ps,rd "${net_args[@]}" --csv "$out/cluster_n$nodes.csv" \
+          --json "$out/cluster_n$nodes.json" "${extra[@]}"; then
+        break
+      fi
+      [[ $attempt -eq 2 ]] && { echo "allreduce.sh: cluster run failed twice" >&2; exit 1; }
+      echo "(cluster run failed or timed out; retrying once)" >&2
+    done
     "$cluster_sh" down
     echo
   done

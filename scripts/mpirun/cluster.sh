@@ -175,15 +175,18 @@ cmd_run() {
   [[ $(id -u) -eq 0 ]] && env=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
   # ob1 + tcp,self only: no shared memory and no UCX, so every byte between ranks crosses
   # the shaped veth links; daemons and ranks talk only on the emulated subnet. The
-  # "nodes" share the machine's cores, so idle ranks yield instead of spinning.
+  # "nodes" share the machine's cores, so idle ranks yield instead of spinning. A daemon
+  # that never reports back (seen rarely on this 2-core host, cause not found) ends the
+  # launch after the startup timeout instead of hanging; callers may retry.
   local -a cmd=(mpirun --hostfile "$kStateDir/hostfile" -np "$np" --map-by "$map_by" --bind-to none
     --mca plm_rsh_agent "$kStateDir/netns-agent" --mca plm_rsh_no_tree_spawn 1
-    --mca mpi_yield_when_idle 1
+    --mca mpi_yield_when_idle 1 --mca orte_startup_timeout "${RINGTRAIN_CLUSTER_STARTUP_TIMEOUT:-60}"
     --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$kCidr"
     --mca oob_tcp_if_include "$kCidr" -x OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$@")
   echo "+ ${cmd[*]}"
   [[ $dry -eq 1 ]] && return 0
-  "${env[@]}" "${cmd[@]}"
+  # exec: a timeout or Ctrl-C signals mpirun itself, which then ends its daemons.
+  exec "${env[@]}" "${cmd[@]}"
 }
 
 main() {

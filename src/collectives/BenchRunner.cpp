@@ -17,10 +17,12 @@ std::size_t parse_byte_size(std::string_view text) {
   if (text.empty()) throw std::invalid_argument("empty size");
   std::size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0) throw std::invalid_argument("size '" + std::string(text) + "' does not start with a number");
+  if (digits == 0)
+    throw std::invalid_argument("size '" + std::string(text) + "' does not start with a number");
   std::uint64_t value = 0;
   for (std::size_t i = 0; i < digits; ++i) {
-    if (value > (UINT64_MAX - 9) / 10) throw std::invalid_argument("size '" + std::string(text) + "' too large");
+    if (value > (UINT64_MAX - 9) / 10)
+      throw std::invalid_argument("size '" + std::string(text) + "' too large");
     value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
   }
   std::string_view suffix = text.substr(digits);
@@ -36,7 +38,8 @@ std::size_t parse_byte_size(std::string_view text) {
   } else {
     throw std::invalid_argument("size '" + std::string(text) + "': unknown suffix (use K, M or G)");
   }
-  if (value > UINT64_MAX / multiplier) throw std::invalid_argument("size '" + std::string(text) + "' too large");
+  if (value > UINT64_MAX / multiplier)
+    throw std::invalid_argument("size '" + std::string(text) + "' too large");
   return static_cast<std::size_t>(value * multiplier);
 }
 
@@ -78,7 +81,8 @@ std::vector<AllreduceAlgo> parse_algo_list(std::string_view text) {
 }
 
 float bench_value(int rank, std::size_t i) {
-  return static_cast<float>(static_cast<int>((static_cast<std::size_t>(rank + 1) * 5 + i * 7) % 13) - 6);
+  return static_cast<float>(
+      static_cast<int>((static_cast<std::size_t>(rank + 1) * 5 + i * 7) % 13) - 6);
 }
 
 namespace {
@@ -108,10 +112,12 @@ void print_header(std::ostream& out, const BenchConfig& config) {
 
 void print_row(std::ostream& out, const BenchRow& row, const BenchConfig& config) {
   std::string ratio;
-  if (config.compare_to_mpi) ratio = row.vs_mpi > 0 ? fmt::format(" {:>7.2f}", row.vs_mpi) : fmt::format(" {:>7}", "-");
-  out << fmt::format(" {:>12} {:>11} {:>5} {:>11.1f} {:>11.1f} {:>11.1f} {:>11.3f} {:>11.3f}{} {:>7}\n", row.bytes,
-                     row.count, row.algo, row.time_min_us, row.time_avg_us, row.time_max_us, row.algbw_gbs,
-                     row.busbw_gbs, ratio, row.errors);
+  if (config.compare_to_mpi)
+    ratio = row.vs_mpi > 0 ? fmt::format(" {:>7.2f}", row.vs_mpi) : fmt::format(" {:>7}", "-");
+  out << fmt::format(
+      " {:>12} {:>11} {:>5} {:>11.1f} {:>11.1f} {:>11.1f} {:>11.3f} {:>11.3f}{} {:>7}\n", row.bytes,
+      row.count, row.algo, row.time_min_us, row.time_avg_us, row.time_max_us, row.algbw_gbs,
+      row.busbw_gbs, ratio, row.errors);
   out.flush();
 }
 
@@ -137,7 +143,8 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
     const std::size_t algos = config.algos.size();
     std::vector<double> local_errors(algos, 0.0);
     for (std::size_t a = 0; a < algos; ++a) {
-      local_errors[a] = static_cast<double>(check_once(comm, data, count, config.algos[a], config.mean));
+      local_errors[a] =
+          static_cast<double>(check_once(comm, data, count, config.algos[a], config.mean));
     }
     // Timed data: zeros, so repeated in-place sums stay finite whatever the iteration
     // count (the checks above covered the arithmetic).
@@ -155,7 +162,8 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
         const auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < config.iters; ++i) comm.allreduce(span, algo, config.mean);
         const double per_call_us =
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                .count() /
             config.iters;
         best_us[a] = rep == 0 ? per_call_us : std::min(best_us[a], per_call_us);
       }
@@ -175,7 +183,8 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
       row.errors = static_cast<std::uint64_t>(sums[1]);
       row.time_max_us = extremes[0];
       row.time_min_us = -extremes[1];
-      row.algbw_gbs = row.time_avg_us > 0 ? static_cast<double>(row.bytes) / (row.time_avg_us * 1e3) : 0.0;
+      row.algbw_gbs =
+          row.time_avg_us > 0 ? static_cast<double>(row.bytes) / (row.time_avg_us * 1e3) : 0.0;
       // nccl-tests' all-reduce bus bandwidth; on one rank there is no bus, report algbw.
       row.busbw_gbs = row.algbw_gbs * (n > 1 ? 2.0 * (n - 1) / n : 1.0);
       if (config.algos[a] == AllreduceAlgo::kMpi) mpi_busbw = row.busbw_gbs;
@@ -192,11 +201,12 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
 void write_bench_csv(const std::vector<BenchRow>& rows, int ranks, const std::string& path) {
   std::ofstream file(path);
   if (!file) throw std::runtime_error("cannot open '" + path + "' for writing the CSV results");
-  file << "bytes,count,algo,ranks,time_min_us,time_avg_us,time_max_us,algbw_gbs,busbw_gbs,vs_mpi,errors\n";
+  file << "bytes,count,algo,ranks,time_min_us,time_avg_us,time_max_us,algbw_gbs,busbw_gbs,vs_mpi,"
+          "errors\n";
   for (const BenchRow& r : rows) {
-    file << fmt::format("{},{},{},{},{:.3f},{:.3f},{:.3f},{:.6f},{:.6f},{:.4f},{}\n", r.bytes, r.count, r.algo,
-                        ranks, r.time_min_us, r.time_avg_us, r.time_max_us, r.algbw_gbs, r.busbw_gbs, r.vs_mpi,
-                        r.errors);
+    file << fmt::format("{},{},{},{},{:.3f},{:.3f},{:.3f},{:.6f},{:.6f},{:.4f},{}\n", r.bytes,
+                        r.count, r.algo, ranks, r.time_min_us, r.time_avg_us, r.time_max_us,
+                        r.algbw_gbs, r.busbw_gbs, r.vs_mpi, r.errors);
   }
   if (!file) throw std::runtime_error("error writing '" + path + "'");
 }
@@ -211,16 +221,20 @@ void write_bench_json(const std::vector<BenchRow>& rows, int ranks, const std::s
     if (static_cast<unsigned char>(c) >= 0x20) escaped += c;
   }
   file << fmt::format(
-      "{{\n  \"ranks\": {},\n  \"library\": \"{}\",\n  \"warmup\": {},\n  \"iters\": {},\n  \"mean\": {},\n"
+      "{{\n  \"ranks\": {},\n  \"library\": \"{}\",\n  \"warmup\": {},\n  \"iters\": {},\n  "
+      "\"mean\": {},\n"
       "  \"repeats\": {},\n  \"ring_chunk_bytes\": {},\n  \"results\": [\n",
-      ranks, escaped, config.warmup, config.iters, config.mean ? "true" : "false", config.repeats, config.tuning.ring_chunk_bytes);
+      ranks, escaped, config.warmup, config.iters, config.mean ? "true" : "false", config.repeats,
+      config.tuning.ring_chunk_bytes);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const BenchRow& r = rows[i];
     file << fmt::format(
-        "    {{\"bytes\": {}, \"count\": {}, \"algo\": \"{}\", \"time_min_us\": {:.3f}, \"time_avg_us\": {:.3f}, "
-        "\"time_max_us\": {:.3f}, \"algbw_gbs\": {:.6f}, \"busbw_gbs\": {:.6f}, \"vs_mpi\": {:.4f}, \"errors\": {}}}{}\n",
-        r.bytes, r.count, r.algo, r.time_min_us, r.time_avg_us, r.time_max_us, r.algbw_gbs, r.busbw_gbs, r.vs_mpi,
-        r.errors, i + 1 < rows.size() ? "," : "");
+        "    {{\"bytes\": {}, \"count\": {}, \"algo\": \"{}\", \"time_min_us\": {:.3f}, "
+        "\"time_avg_us\": {:.3f}, "
+        "\"time_max_us\": {:.3f}, \"algbw_gbs\": {:.6f}, \"busbw_gbs\": {:.6f}, \"vs_mpi\": "
+        "{:.4f}, \"errors\": {}}}{}\n",
+        r.bytes, r.count, r.algo, r.time_min_us, r.time_avg_us, r.time_max_us, r.algbw_gbs,
+        r.busbw_gbs, r.vs_mpi, r.errors, i + 1 < rows.size() ? "," : "");
   }
   file << "  ]\n}\n";
   if (!file) throw std::runtime_error("error writing '" + path + "'");

@@ -15,13 +15,13 @@
 namespace ringtrain {
 
 struct BenchConfig {
-  std::vector<std::size_t> sizes;      // bytes (multiples of 4)
-  std::vector<AllreduceAlgo> algos;    // run in this order for every size
-  bool compare_to_mpi = false;         // add the vs_mpi column (algo list contains mpi)
+  std::vector<std::size_t> sizes;    // bytes (multiples of 4)
+  std::vector<AllreduceAlgo> algos;  // run in this order for every size
+  bool compare_to_mpi = false;       // add the vs_mpi column (algo list contains mpi)
   int warmup = 5;
   int iters = 20;
-  int repeats = 3;                     // timed loops per algorithm; the best one counts
-  bool mean = false;                   // check and time the mean variant
+  int repeats = 3;    // timed loops per algorithm; the best one counts
+  bool mean = false;  // check and time the mean variant
   AllreduceTuning tuning;
 };
 
@@ -29,13 +29,13 @@ struct BenchRow {
   std::size_t bytes = 0;
   std::size_t count = 0;
   std::string algo;
-  double time_min_us = 0;   // per-rank time per call (best repeat), min/avg/max over ranks
+  double time_min_us = 0;  // per-rank time per call (best repeat), min/avg/max over ranks
   double time_avg_us = 0;
   double time_max_us = 0;
-  double algbw_gbs = 0;     // bytes / avg time, GB = 1e9 B
-  double busbw_gbs = 0;     // algbw * 2(N-1)/N (nccl-tests' all-reduce bus bandwidth)
-  double vs_mpi = 0;        // busbw / busbw of mpi at this size (0 when not measured)
-  std::uint64_t errors = 0; // mismatching elements, summed over ranks
+  double algbw_gbs = 0;      // bytes / avg time, GB = 1e9 B
+  double busbw_gbs = 0;      // algbw * 2(N-1)/N (nccl-tests' all-reduce bus bandwidth)
+  double vs_mpi = 0;         // busbw / busbw of mpi at this size (0 when not measured)
+  std::uint64_t errors = 0;  // mismatching elements, summed over ranks
 };
 
 // "4", "64K", "256M", "1G" (binary multiples) -> bytes; throws std::invalid_argument.

@@ -18,11 +18,16 @@ AllreduceAlgo parse_allreduce_algo(std::string_view name) {
 
 std::string_view allreduce_algo_name(AllreduceAlgo algo) {
   switch (algo) {
-    case AllreduceAlgo::kRing: return "ring";
-    case AllreduceAlgo::kMpi: return "mpi";
-    case AllreduceAlgo::kParameterServer: return "ps";
-    case AllreduceAlgo::kRecursiveDoubling: return "rd";
-    case AllreduceAlgo::kAuto: return "auto";
+    case AllreduceAlgo::kRing:
+      return "ring";
+    case AllreduceAlgo::kMpi:
+      return "mpi";
+    case AllreduceAlgo::kParameterServer:
+      return "ps";
+    case AllreduceAlgo::kRecursiveDoubling:
+      return "rd";
+    case AllreduceAlgo::kAuto:
+      return "auto";
   }
   throw std::invalid_argument("invalid AllreduceAlgo value " +
                               std::to_string(static_cast<int>(algo)));

@@ -15,11 +15,11 @@ namespace ringtrain {
 struct AllreduceTuning;  // collectives/AllreduceTuning.h
 
 enum class AllreduceAlgo {
-  kRing,                // reduce-scatter + all-gather over point-to-point (2(N-1)/N per rank)
-  kMpi,                 // MPI_Allreduce as Open MPI implements it
-  kParameterServer,     // everyone -> rank 0, sum, rank 0 -> everyone
-  kRecursiveDoubling,   // Rabenseifner's recursive halving / doubling
-  kAuto,                // chosen by message size from measured crossovers
+  kRing,               // reduce-scatter + all-gather over point-to-point (2(N-1)/N per rank)
+  kMpi,                // MPI_Allreduce as Open MPI implements it
+  kParameterServer,    // everyone -> rank 0, sum, rank 0 -> everyone
+  kRecursiveDoubling,  // Rabenseifner's recursive halving / doubling
+  kAuto,               // chosen by message size from measured crossovers
 };
 
 // "ring" | "mpi" | "ps" | "rd" | "auto"; throws std::invalid_argument otherwise.

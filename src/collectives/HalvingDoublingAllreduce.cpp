@@ -40,19 +40,22 @@ void checked_size(std::size_t n) {
 }
 
 // Exchange: send [send, send + send_n) to peer, receive recv_n floats into `recv`.
-void exchange(MPI_Comm comm, int peer, int tag, const float* send, std::size_t send_n,
-              float* recv, std::size_t recv_n, TrafficStats& stats) {
+void exchange(MPI_Comm comm, int peer, int tag, const float* send, std::size_t send_n, float* recv,
+              std::size_t recv_n, TrafficStats& stats) {
   checked_size(send_n);
   checked_size(recv_n);
   MPI_Request requests[2];
-  RINGTRAIN_MPI_CHECK(MPI_Irecv(recv, static_cast<int>(recv_n), MPI_FLOAT, peer, tag, comm, &requests[0]));
-  RINGTRAIN_MPI_CHECK(MPI_Isend(send, static_cast<int>(send_n), MPI_FLOAT, peer, tag, comm, &requests[1]));
+  RINGTRAIN_MPI_CHECK(
+      MPI_Irecv(recv, static_cast<int>(recv_n), MPI_FLOAT, peer, tag, comm, &requests[0]));
+  RINGTRAIN_MPI_CHECK(
+      MPI_Isend(send, static_cast<int>(send_n), MPI_FLOAT, peer, tag, comm, &requests[1]));
   timed_waitall(2, requests, stats);
   stats.bytes_sent += send_n * sizeof(float);
   stats.bytes_received += recv_n * sizeof(float);
 }
 
-void send_all(MPI_Comm comm, int peer, int tag, const float* data, std::size_t n, TrafficStats& stats) {
+void send_all(MPI_Comm comm, int peer, int tag, const float* data, std::size_t n,
+              TrafficStats& stats) {
   checked_size(n);
   MPI_Request request;
   RINGTRAIN_MPI_CHECK(MPI_Isend(data, static_cast<int>(n), MPI_FLOAT, peer, tag, comm, &request));
@@ -117,7 +120,9 @@ void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
       }
       if (mean) scale_in_place(data.data(), count, scale);
     } else {
-      const auto block_begin = [&](int b) { return partition_begin(count, pof2, static_cast<std::size_t>(b)); };
+      const auto block_begin = [&](int b) {
+        return partition_begin(count, pof2, static_cast<std::size_t>(b));
+      };
       int lo = 0;
       int hi = pof2;
       if (scratch.size() < count / 2 + 1) scratch.resize(count / 2 + 1);
@@ -133,7 +138,8 @@ void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
         const std::size_t keep_n = block_begin(keep_hi) - keep_begin;
         const std::size_t send_begin = block_begin(send_lo);
         const std::size_t send_n = block_begin(send_hi) - send_begin;
-        exchange(comm, peer, kStepTag, data.data() + send_begin, send_n, scratch.data(), keep_n, stats);
+        exchange(comm, peer, kStepTag, data.data() + send_begin, send_n, scratch.data(), keep_n,
+                 stats);
         reduce_add(data.data() + keep_begin, scratch.data(), keep_n);
         lo = keep_lo;
         hi = keep_hi;

@@ -54,7 +54,8 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgo algo, bool mean) {
-  if (algo == AllreduceAlgo::kAuto) algo = choose_auto_algo(data.size_bytes(), size_, single_host_, tuning_);
+  if (algo == AllreduceAlgo::kAuto)
+    algo = choose_auto_algo(data.size_bytes(), size_, single_host_, tuning_);
   switch (algo) {
     case AllreduceAlgo::kRing:
       ring_allreduce(comm_, data, mean, tuning_, scratch_, stats_);
@@ -79,7 +80,8 @@ void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgo algo, bool 
         stats_.bytes_sent += data.size_bytes();
         stats_.bytes_received += data.size_bytes();
       }
-      if (mean && size_ > 1) scale_in_place(data.data(), data.size(), 1.0f / static_cast<float>(size_));
+      if (mean && size_ > 1)
+        scale_in_place(data.data(), data.size(), 1.0f / static_cast<float>(size_));
       return;
     }
     case AllreduceAlgo::kAuto:
@@ -111,7 +113,8 @@ void MpiCommunicator::broadcast(std::span<std::byte> data, int root) {
   }
   for (std::size_t offset = 0; offset < data.size(); offset += kMaxCount) {
     const std::size_t n = std::min(kMaxCount, data.size() - offset);
-    RINGTRAIN_MPI_CHECK(MPI_Bcast(data.data() + offset, static_cast<int>(n), MPI_BYTE, root, comm_));
+    RINGTRAIN_MPI_CHECK(
+        MPI_Bcast(data.data() + offset, static_cast<int>(n), MPI_BYTE, root, comm_));
   }
   if (size_ > 1) {
     if (rank_ == root) {
@@ -124,7 +127,8 @@ void MpiCommunicator::broadcast(std::span<std::byte> data, int root) {
 
 std::vector<std::uint64_t> MpiCommunicator::allgather(std::uint64_t value) {
   std::vector<std::uint64_t> values(static_cast<std::size_t>(size_));
-  RINGTRAIN_MPI_CHECK(MPI_Allgather(&value, 1, MPI_UINT64_T, values.data(), 1, MPI_UINT64_T, comm_));
+  RINGTRAIN_MPI_CHECK(
+      MPI_Allgather(&value, 1, MPI_UINT64_T, values.data(), 1, MPI_UINT64_T, comm_));
   if (size_ > 1) {
     stats_.bytes_sent += sizeof(value);
     stats_.bytes_received += sizeof(value) * static_cast<std::uint64_t>(size_ - 1);
@@ -133,14 +137,16 @@ std::vector<std::uint64_t> MpiCommunicator::allgather(std::uint64_t value) {
 }
 
 std::vector<std::string> MpiCommunicator::allgather(const std::string& value) {
-  if (value.size() > kMaxCount) throw std::invalid_argument("allgather: string longer than INT_MAX");
+  if (value.size() > kMaxCount)
+    throw std::invalid_argument("allgather: string longer than INT_MAX");
   const int length = static_cast<int>(value.size());
   std::vector<int> lengths(static_cast<std::size_t>(size_));
   RINGTRAIN_MPI_CHECK(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_));
   std::vector<int> displs(static_cast<std::size_t>(size_));
   std::size_t total = 0;
   for (int r = 0; r < size_; ++r) {
-    if (total > kMaxCount) throw std::invalid_argument("allgather: strings longer than INT_MAX in total");
+    if (total > kMaxCount)
+      throw std::invalid_argument("allgather: strings longer than INT_MAX in total");
     displs[r] = static_cast<int>(total);
     total += static_cast<std::size_t>(lengths[r]);
   }
@@ -150,7 +156,8 @@ std::vector<std::string> MpiCommunicator::allgather(const std::string& value) {
   std::vector<std::string> values;
   values.reserve(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r) {
-    values.push_back(joined.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(lengths[r])));
+    values.push_back(
+        joined.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(lengths[r])));
   }
   if (size_ > 1) {
     stats_.bytes_sent += value.size();

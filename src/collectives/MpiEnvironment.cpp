@@ -15,11 +15,16 @@ namespace {
 
 std::string thread_level_name(int level) {
   switch (level) {
-    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
-    default: return "level " + std::to_string(level);
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+      return "MPI_THREAD_MULTIPLE";
+    default:
+      return "level " + std::to_string(level);
   }
 }
 
@@ -29,8 +34,9 @@ MpiEnvironment::MpiEnvironment(int& argc, char**& argv) {
   int already = 0;
   MPI_Initialized(&already);
   if (already) {
-    throw std::runtime_error("MpiEnvironment: MPI is already initialised; MpiEnvironment must be "
-                             "the only owner of MPI_Init_thread/MPI_Finalize");
+    throw std::runtime_error(
+        "MpiEnvironment: MPI is already initialised; MpiEnvironment must be "
+        "the only owner of MPI_Init_thread/MPI_Finalize");
   }
   // FUNNELED: oneDNN's OpenMP threads never call MPI; only the main thread does.
   int provided = MPI_THREAD_SINGLE;
@@ -39,8 +45,9 @@ MpiEnvironment::MpiEnvironment(int& argc, char**& argv) {
   }
   if (provided < MPI_THREAD_FUNNELED) {
     MPI_Finalize();
-    throw std::runtime_error("MpiEnvironment: requested MPI_THREAD_FUNNELED, the MPI library granted " +
-                             thread_level_name(provided));
+    throw std::runtime_error(
+        "MpiEnvironment: requested MPI_THREAD_FUNNELED, the MPI library granted " +
+        thread_level_name(provided));
   }
 }
 
@@ -69,6 +76,8 @@ bool MpiEnvironment::initialized() noexcept {
   return initialized != 0 && finalized == 0;
 }
 
-std::unique_ptr<Communicator> make_self_communicator() { return std::make_unique<SelfCommunicator>(); }
+std::unique_ptr<Communicator> make_self_communicator() {
+  return std::make_unique<SelfCommunicator>();
+}
 
 }  // namespace ringtrain

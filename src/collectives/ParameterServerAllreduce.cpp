@@ -47,12 +47,14 @@ void parameter_server_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
     std::vector<MPI_Request> send_requests;
     send_requests.reserve(chunks * static_cast<std::size_t>(workers));
     const auto buffer = [&](std::size_t c, int w) {
-      return scratch.data() + ((c % 2) * static_cast<std::size_t>(workers) + static_cast<std::size_t>(w)) * slot;
+      return scratch.data() +
+             ((c % 2) * static_cast<std::size_t>(workers) + static_cast<std::size_t>(w)) * slot;
     };
     const auto post = [&](std::size_t c) {
       for (int w = 0; w < workers; ++w) {
-        RINGTRAIN_MPI_CHECK(MPI_Irecv(buffer(c, w), static_cast<int>(chunk_size(c)), MPI_FLOAT, w + 1,
-                                      kPushTag, comm, &recv_requests[(c % 2) * workers + w]));
+        RINGTRAIN_MPI_CHECK(MPI_Irecv(buffer(c, w), static_cast<int>(chunk_size(c)), MPI_FLOAT,
+                                      w + 1, kPushTag, comm,
+                                      &recv_requests[(c % 2) * workers + w]));
       }
     };
     post(0);
@@ -71,7 +73,8 @@ void parameter_server_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
       }
       for (int w = 0; w < workers; ++w) {
         MPI_Request request;
-        RINGTRAIN_MPI_CHECK(MPI_Isend(dst, static_cast<int>(n), MPI_FLOAT, w + 1, kPullTag, comm, &request));
+        RINGTRAIN_MPI_CHECK(
+            MPI_Isend(dst, static_cast<int>(n), MPI_FLOAT, w + 1, kPullTag, comm, &request));
         send_requests.push_back(request);
         stats.bytes_sent += n * sizeof(float);
       }
@@ -82,15 +85,15 @@ void parameter_server_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
     // is only overwritten after its push has completed.
     std::vector<MPI_Request> push(chunks);
     for (std::size_t c = 0; c < chunks; ++c) {
-      RINGTRAIN_MPI_CHECK(MPI_Isend(data.data() + chunk_begin(c), static_cast<int>(chunk_size(c)), MPI_FLOAT,
-                                    0, kPushTag, comm, &push[c]));
+      RINGTRAIN_MPI_CHECK(MPI_Isend(data.data() + chunk_begin(c), static_cast<int>(chunk_size(c)),
+                                    MPI_FLOAT, 0, kPushTag, comm, &push[c]));
       stats.bytes_sent += chunk_size(c) * sizeof(float);
     }
     std::vector<MPI_Request> pull(chunks, MPI_REQUEST_NULL);
     for (std::size_t c = 0; c < chunks; ++c) {
       timed_wait(&push[c], stats);
-      RINGTRAIN_MPI_CHECK(MPI_Irecv(data.data() + chunk_begin(c), static_cast<int>(chunk_size(c)), MPI_FLOAT, 0,
-                                    kPullTag, comm, &pull[c]));
+      RINGTRAIN_MPI_CHECK(MPI_Irecv(data.data() + chunk_begin(c), static_cast<int>(chunk_size(c)),
+                                    MPI_FLOAT, 0, kPullTag, comm, &pull[c]));
       stats.bytes_received += chunk_size(c) * sizeof(float);
     }
     timed_waitall(static_cast<int>(pull.size()), pull.data(), stats);

@@ -21,9 +21,8 @@ namespace ringtrain {
 // data <- sum over the ranks of `comm` (then * 1/N if mean). Every rank passes the same
 // data.size(). `scratch` is reusable receive space (grown as needed). Adds its traffic
 // and waits to `stats`.
-void ring_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
-                    const AllreduceTuning& tuning, std::vector<float>& scratch,
-                    TrafficStats& stats);
+void ring_allreduce(MPI_Comm comm, std::span<float> data, bool mean, const AllreduceTuning& tuning,
+                    std::vector<float>& scratch, TrafficStats& stats);
 
 // Payload bytes rank `rank` of `ranks` sends / receives in one ring all-reduce of `count`
 // floats, accounting for uneven segments (segment i has partition_size(count, N, i)).

@@ -41,7 +41,8 @@ TEST_CASE("algorithm lists: all is mpi first, then the hand-written ones") {
   const auto all = parse_algo_list("all");
   REQUIRE(all.size() == 5);
   CHECK(all.front() == AllreduceAlgo::kMpi);
-  CHECK(parse_algo_list("ring,mpi") == std::vector<AllreduceAlgo>{AllreduceAlgo::kRing, AllreduceAlgo::kMpi});
+  CHECK(parse_algo_list("ring,mpi") ==
+        std::vector<AllreduceAlgo>{AllreduceAlgo::kRing, AllreduceAlgo::kMpi});
   CHECK_THROWS_AS(parse_algo_list("ring,bogus"), std::invalid_argument);
 }
 
@@ -76,9 +77,9 @@ TEST_CASE("ring byte formulas match a step-by-step count of the segments moved")
         std::uint64_t sent = 0;
         std::uint64_t received = 0;
         for (int s = 0; s + 1 < n; ++s) {
-          sent += seg(r - s);          // reduce-scatter
+          sent += seg(r - s);  // reduce-scatter
           received += seg(r - s - 1);
-          sent += seg(r + 1 - s);      // all-gather
+          sent += seg(r + 1 - s);  // all-gather
           received += seg(r - s);
         }
         CHECK(ring_bytes_sent(count, n, r) == 4 * sent);

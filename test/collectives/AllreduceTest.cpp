@@ -21,13 +21,16 @@ using ringtrain::test::all_ranks;
 
 namespace {
 
-const AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kMpi, AllreduceAlgo::kParameterServer,
-                                AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kAuto};
+const AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kMpi,
+                                AllreduceAlgo::kParameterServer, AllreduceAlgo::kRecursiveDoubling,
+                                AllreduceAlgo::kAuto};
 
 // Rank r's value at index i: an integer in [-8, 8] (distinct per rank and index pattern).
 float value(int rank, std::size_t i, int call = 0) {
   return static_cast<float>(static_cast<int>((i * 31 + static_cast<std::size_t>(rank) * 17 +
-                                              static_cast<std::size_t>(call) * 5) % 17) - 8);
+                                              static_cast<std::size_t>(call) * 5) %
+                                             17) -
+                            8);
 }
 
 std::vector<float> filled(int rank, std::size_t count, int call = 0) {
@@ -50,8 +53,18 @@ long first_mismatch(const std::vector<float>& data, int ranks, bool mean, int ca
 }
 
 std::vector<std::size_t> test_counts(int n) {
-  std::vector<std::size_t> counts{0, 1, static_cast<std::size_t>(n - 1), static_cast<std::size_t>(n),
-                                  static_cast<std::size_t>(n + 1), 2, 3, 13, 31, 257, 1009, 65537,
+  std::vector<std::size_t> counts{0,
+                                  1,
+                                  static_cast<std::size_t>(n - 1),
+                                  static_cast<std::size_t>(n),
+                                  static_cast<std::size_t>(n + 1),
+                                  2,
+                                  3,
+                                  13,
+                                  31,
+                                  257,
+                                  1009,
+                                  65537,
                                   (1u << 20) + 7};
   return counts;
 }
@@ -68,8 +81,8 @@ TEST_CASE("every algorithm gives the exact sum and mean for awkward counts") {
         std::vector<float> data = filled(r, count);
         comm.allreduce(data, algo, mean);
         const long bad = first_mismatch(data, n, mean);
-        INFO("algo " << allreduce_algo_name(algo) << " mean " << mean << " count " << count << " rank " << r
-                     << " first bad index " << bad);
+        INFO("algo " << allreduce_algo_name(algo) << " mean " << mean << " count " << count
+                     << " rank " << r << " first bad index " << bad);
         REQUIRE(all_ranks(bad < 0));
       }
     }
@@ -87,13 +100,14 @@ TEST_CASE("the ring pipeline: tiny chunks, receive depths and the rd paths stay 
       tuning.ring_recv_depth = depth;
       tuning.ps_chunk_bytes = chunk_bytes;
       comm.set_allreduce_tuning(tuning);
-      for (std::size_t count : {std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{97}, std::size_t{1000}}) {
+      for (std::size_t count :
+           {std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{97}, std::size_t{1000}}) {
         for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kParameterServer}) {
           std::vector<float> data = filled(r, count);
           comm.allreduce(data, algo, true);
           const long bad = first_mismatch(data, n, true);
-          INFO("algo " << allreduce_algo_name(algo) << " chunk " << chunk_bytes << " depth " << depth << " count "
-                       << count << " first bad " << bad);
+          INFO("algo " << allreduce_algo_name(algo) << " chunk " << chunk_bytes << " depth "
+                       << depth << " count " << count << " first bad " << bad);
           REQUIRE(all_ranks(bad < 0));
         }
       }
@@ -146,7 +160,8 @@ TEST_CASE("all ranks hold bit-identical results (replicas stay in sync)") {
   for (AllreduceAlgo algo : kAlgos) {
     // Non-integer values: rounding depends on summation order, yet every rank must agree.
     std::vector<float> data(4099);
-    for (std::size_t i = 0; i < data.size(); ++i) data[i] = 0.1f * static_cast<float>(comm.rank() + 1) + 1e-3f * i;
+    for (std::size_t i = 0; i < data.size(); ++i)
+      data[i] = 0.1f * static_cast<float>(comm.rank() + 1) + 1e-3f * i;
     comm.allreduce(data, algo, true);
     std::uint64_t hash = 1469598103934665603ull;
     for (float v : data) {
@@ -166,7 +181,8 @@ TEST_CASE("ring byte counters move 2(N-1)/N of the buffer, exactly for uneven se
   MpiCommunicator comm(MPI_COMM_WORLD);
   const int n = comm.size();
   const int r = comm.rank();
-  for (std::size_t count : {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{1000003}}) {
+  for (std::size_t count :
+       {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{1000003}}) {
     // Expected traffic, computed here segment by segment: segment s has count/n elements,
     // plus one for s < count % n. Reduce-scatter step k sends segment r-k and receives
     // r-k-1; all-gather step k sends r+1-k and receives r-k.
@@ -190,10 +206,11 @@ TEST_CASE("ring byte counters move 2(N-1)/N of the buffer, exactly for uneven se
     // Summed over ranks the ring moves exactly 2(N-1) * count floats.
     double totals[2] = {static_cast<double>(d_sent), static_cast<double>(d_received)};
     MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    INFO("count " << count << " rank " << r << " sent " << d_sent << " expected " << sent << " received "
-                  << d_received << " expected " << received);
+    INFO("count " << count << " rank " << r << " sent " << d_sent << " expected " << sent
+                  << " received " << d_received << " expected " << received);
     REQUIRE(all_ranks(d_sent == sent && d_received == received && comm.wait_seconds() >= wait0 &&
-                      totals[0] == 8.0 * (n - 1) * static_cast<double>(count) && totals[1] == totals[0]));
+                      totals[0] == 8.0 * (n - 1) * static_cast<double>(count) &&
+                      totals[1] == totals[0]));
   }
 }
 
@@ -207,7 +224,8 @@ TEST_CASE("parameter server traffic converges on rank 0") {
   comm.allreduce(data, AllreduceAlgo::kParameterServer, false);
   const std::uint64_t bytes = 4 * count;
   const std::uint64_t expected = n == 1 ? 0 : (comm.rank() == 0 ? bytes * (n - 1) : bytes);
-  REQUIRE(all_ranks(comm.bytes_sent() - sent0 == expected && comm.bytes_received() - received0 == expected));
+  REQUIRE(all_ranks(comm.bytes_sent() - sent0 == expected &&
+                    comm.bytes_received() - received0 == expected));
 }
 
 TEST_CASE("MPI errors on the communicator come back as runtime_error with the MPI text") {

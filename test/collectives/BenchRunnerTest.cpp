@@ -32,8 +32,9 @@ TEST_CASE("run_allreduce_bench checks every size and reports consistent rows") {
   const double factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
   for (std::size_t i = 0; ok && i < rows.size(); ++i) {
     const BenchRow& row = rows[i];
-    ok = row.errors == 0 && row.bytes == config.sizes[i / config.algos.size()] && row.count * 4 == row.bytes &&
-         row.time_min_us <= row.time_avg_us && row.time_avg_us <= row.time_max_us && row.time_min_us > 0 &&
+    ok = row.errors == 0 && row.bytes == config.sizes[i / config.algos.size()] &&
+         row.count * 4 == row.bytes && row.time_min_us <= row.time_avg_us &&
+         row.time_avg_us <= row.time_max_us && row.time_min_us > 0 &&
          std::abs(row.algbw_gbs - row.bytes / (row.time_avg_us * 1e3)) <= 1e-9 * row.algbw_gbs &&
          std::abs(row.busbw_gbs - row.algbw_gbs * factor) <= 1e-9 * row.busbw_gbs &&
          (row.algo != "mpi" || row.vs_mpi == 1.0);

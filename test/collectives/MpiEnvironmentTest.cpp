@@ -22,8 +22,9 @@ TEST_CASE("MpiEnvironment without mpirun is a one-rank world and the only MPI ow
     CHECK(world->size() == 1);
     CHECK(world->rank() == 0);
     std::vector<float> data{1.0f, 2.0f, 3.0f};
-    for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kMpi, AllreduceAlgo::kParameterServer,
-                               AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kAuto}) {
+    for (AllreduceAlgo algo :
+         {AllreduceAlgo::kRing, AllreduceAlgo::kMpi, AllreduceAlgo::kParameterServer,
+          AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kAuto}) {
       world->allreduce(data, algo, true);
     }
     CHECK(data == std::vector<float>{1.0f, 2.0f, 3.0f});

@@ -12,8 +12,9 @@ TEST_CASE("SelfCommunicator is one rank whose collectives leave data unchanged")
   auto comm = make_self_communicator();
   REQUIRE(comm->rank() == 0);
   REQUIRE(comm->size() == 1);
-  for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kMpi, AllreduceAlgo::kParameterServer,
-                             AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kAuto}) {
+  for (AllreduceAlgo algo :
+       {AllreduceAlgo::kRing, AllreduceAlgo::kMpi, AllreduceAlgo::kParameterServer,
+        AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kAuto}) {
     for (bool mean : {false, true}) {
       std::vector<float> data{1.5f, -2.0f, 3.25f};
       comm->allreduce(data, algo, mean);
@@ -43,5 +44,6 @@ TEST_CASE("SelfCommunicator is one rank whose collectives leave data unchanged")
 TEST_CASE("SelfCommunicator rejects an invalid algorithm value") {
   SelfCommunicator comm;
   std::vector<float> data{1.0f};
-  CHECK_THROWS_AS(comm.allreduce(data, static_cast<AllreduceAlgo>(99), false), std::invalid_argument);
+  CHECK_THROWS_AS(comm.allreduce(data, static_cast<AllreduceAlgo>(99), false),
+                  std::invalid_argument);
 }

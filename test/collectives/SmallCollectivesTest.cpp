@@ -18,14 +18,16 @@ TEST_CASE("broadcast from every root delivers the root's bytes") {
   MpiCommunicator comm(MPI_COMM_WORLD);
   const int n = comm.size();
   for (int root = 0; root < n; ++root) {
-    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{300001}}) {
+    for (std::size_t count :
+         {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{300001}}) {
       std::vector<float> data(count);
       for (std::size_t i = 0; i < count; ++i) {
         data[i] = comm.rank() == root ? static_cast<float>(i % 1000) + 0.5f * root : -1.0f;
       }
       comm.broadcast(std::span<float>(data), root);
       bool ok = true;
-      for (std::size_t i = 0; i < count; ++i) ok = ok && data[i] == static_cast<float>(i % 1000) + 0.5f * root;
+      for (std::size_t i = 0; i < count; ++i)
+        ok = ok && data[i] == static_cast<float>(i % 1000) + 0.5f * root;
       INFO("root " << root << " count " << count);
       REQUIRE(all_ranks(ok));
     }
@@ -38,7 +40,8 @@ TEST_CASE("broadcast from every root delivers the root's bytes") {
 TEST_CASE("allgather of integers and of strings of different lengths, indexed by rank") {
   MpiCommunicator comm(MPI_COMM_WORLD);
   const int n = comm.size();
-  const auto numbers = comm.allgather(std::uint64_t{1000} + 3 * static_cast<std::uint64_t>(comm.rank()) + (1ull << 40));
+  const auto numbers = comm.allgather(std::uint64_t{1000} +
+                                      3 * static_cast<std::uint64_t>(comm.rank()) + (1ull << 40));
   // Rank r sends 3r 'x's then "r<rank>": lengths differ per rank.
   const auto label = [](int r) {
     std::string s(static_cast<std::size_t>(r) * 3, 'x');
@@ -48,7 +51,8 @@ TEST_CASE("allgather of integers and of strings of different lengths, indexed by
   };
   const std::string mine = label(comm.rank());
   const auto strings = comm.allgather(mine);
-  bool ok = numbers.size() == static_cast<std::size_t>(n) && strings.size() == static_cast<std::size_t>(n);
+  bool ok = numbers.size() == static_cast<std::size_t>(n) &&
+            strings.size() == static_cast<std::size_t>(n);
   for (int r = 0; ok && r < n; ++r) {
     ok = numbers[r] == 1000 + 3 * static_cast<std::uint64_t>(r) + (1ull << 40) &&
          strings[r] == label(r);
@@ -63,7 +67,8 @@ TEST_CASE("allreduce_sum and allreduce_max of doubles") {
   const int n = comm.size();
   const int r = comm.rank();
   std::vector<double> sums{static_cast<double>(r), 0.25, -1.0 * r * r};
-  std::vector<double> maxes{static_cast<double>(r), -static_cast<double>(r), r == n - 1 ? 1e300 : 0.0};
+  std::vector<double> maxes{static_cast<double>(r), -static_cast<double>(r),
+                            r == n - 1 ? 1e300 : 0.0};
   comm.allreduce_sum(sums);
   comm.allreduce_max(maxes);
   double square_sum = 0;
@@ -82,7 +87,8 @@ TEST_CASE("barrier: nobody leaves before the last rank arrives") {
   bool one_host = true;
   for (const auto& h : hosts) one_host = one_host && h == hosts[0];
   const auto now = [] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   };
   if (comm.rank() == n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const double entered = now();
