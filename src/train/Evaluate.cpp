@@ -33,24 +33,18 @@ DatasetConfig dataset_config_of(const Json& meta) {
   return d;
 }
 
-EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint, const DatasetConfig& data,
-                               int batch_size) {
-  const CheckpointData ck = load_checkpoint_collective(comm, checkpoint);
-  const DatasetSplits splits = load_dataset(data);
-  Model model(ck.meta.at("model").as_string(), splits.test->shape(), splits.test->classes());
-  check_checkpoint_matches(ck, model, checkpoint.string());
-  std::copy(ck.params.begin(), ck.params.end(), model.params().begin());
-  std::copy(ck.buffers.begin(), ck.buffers.end(), model.buffers().begin());
-
-  DistributedSampler sampler(splits.test->size(), comm.rank(), comm.size(), 0, DistributedSampler::Mode::kEval);
+EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test, int batch_size) {
+  DistributedSampler sampler(test.size(), comm.rank(), comm.size(), 0, DistributedSampler::Mode::kEval);
   sampler.set_epoch(0);
   const auto batch = static_cast<std::size_t>(std::max(batch_size, 1));
-  std::vector<float> src(batch * splits.test->shape().numel());
+  std::vector<float> src(batch * test.shape().numel());
   std::vector<std::int32_t> labels(batch);
-  double sums[3] = {0.0, 0.0, 0.0};
+  // Shards differ by at most one sample, so ranks may run different batch counts: no
+  // collective inside the loop, one sum at the end.
+  double sums[3] = {0.0, 0.0, 0.0};  // loss sum, correct, count
   for (std::size_t s = 0; s < sampler.steps(batch); ++s) {
     const auto idx = sampler.batch(s, batch);
-    load_batch(*splits.test, idx, src.data(), labels.data(), 0);
+    load_batch(test, idx, src.data(), labels.data(), 0);
     const LossResult r = model.forward(src.data(), labels.data(), static_cast<int>(idx.size()), Phase::kEval);
     sums[0] += r.loss_sum;
     sums[1] += static_cast<double>(r.correct);
@@ -61,6 +55,20 @@ EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& 
   result.loss = sums[0] / std::max(sums[2], 1.0);
   result.accuracy = sums[1] / std::max(sums[2], 1.0);
   result.samples = static_cast<std::size_t>(sums[2]);
+  result.model = model.name();
+  return result;
+}
+
+EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint, const DatasetConfig& data,
+                               int batch_size) {
+  const CheckpointData ck = load_checkpoint_collective(comm, checkpoint);
+  const DatasetSplits splits = load_dataset(data);
+  Model model(ck.meta.at("model").as_string(), splits.test->shape(), splits.test->classes());
+  check_checkpoint_matches(ck, model, checkpoint.string());
+  std::copy(ck.params.begin(), ck.params.end(), model.params().begin());
+  std::copy(ck.buffers.begin(), ck.buffers.end(), model.buffers().begin());
+
+  EvalResult result = evaluate_model(comm, model, *splits.test, batch_size);
   result.model = model.name();
   return result;
 }

@@ -17,6 +17,13 @@ struct EvalResult {
   std::string model;
 };
 
+class Model;
+
+// Evaluates model on every sample of `test` exactly once across the ranks (each rank a
+// disjoint shard; sums all-reduced), so the result is identical on every rank and equal to
+// a single process's up to summation order.
+EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test, int batch_size);
+
 // Builds the checkpoint's model, loads it (rank 0 reads, broadcast) and evaluates it on the
 // test split of `data` (each rank a disjoint shard; the sums are exact). Throws
 // CollectiveError for a bad checkpoint or one of another model than the data's shape needs.

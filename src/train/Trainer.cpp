@@ -21,6 +21,7 @@
 #include "optim/Optimizer.h"
 #include "train/Checkpoint.h"
 #include "train/CheckpointIo.h"
+#include "train/Evaluate.h"
 #include "train/GradientSync.h"
 #include "train/Progress.h"
 #include "train/ResourceMonitor.h"
@@ -312,24 +313,8 @@ void Trainer::State::average_buffers() {
 
 std::pair<double, double> Trainer::State::evaluate() {
   average_buffers();
-  DistributedSampler sampler(data.test->size(), rank, world, config.seed, DistributedSampler::Mode::kEval);
-  sampler.set_epoch(0);
-  const auto batch = static_cast<std::size_t>(config.eval_batch_size);
-  const std::size_t numel = data.test->shape().numel();
-  std::vector<float> src(batch * numel);
-  std::vector<std::int32_t> labels(batch);
-  double sums[3] = {0.0, 0.0, 0.0};  // loss sum, correct, count
-  const std::size_t steps = sampler.steps(batch);
-  for (std::size_t s = 0; s < steps; ++s) {
-    const auto idx = sampler.batch(s, batch);
-    load_batch(*data.test, idx, src.data(), labels.data(), 0);
-    const LossResult r = model->forward(src.data(), labels.data(), static_cast<int>(idx.size()), Phase::kEval);
-    sums[0] += r.loss_sum;
-    sums[1] += static_cast<double>(r.correct);
-    sums[2] += static_cast<double>(r.count);
-  }
-  comm.allreduce_sum(sums);
-  return {sums[0] / sums[2], sums[1] / sums[2]};
+  const EvalResult r = evaluate_model(comm, *model, *data.test, config.eval_batch_size);
+  return {r.loss, r.accuracy};
 }
 
 double Trainer::State::save_checkpoint() {
