@@ -9,6 +9,8 @@
 #include "datasets/Dataset.h"
 #include "datasets/DatasetReport.h"
 #include "nn/Model.h"
+#include "optim/LrSchedule.h"
+#include "optim/Optimizer.h"
 #include "train/Evaluate.h"
 #include "train/Trace.h"
 #include "train/Trainer.h"
@@ -41,6 +43,12 @@ std::vector<double> parse_list(const std::string& text, const char* flag) {
   return out;
 }
 
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : model_zoo()) names.push_back(entry.name);
+  return names;
+}
+
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : "|") + n;
@@ -56,7 +64,9 @@ Commands::Commands(CLI::App& app) {
 }
 
 void Commands::add_data_options(CLI::App& sub, DatasetConfig& data, std::string& synthetic_shape) {
-  sub.add_option("--dataset", data.name, "Dataset: " + joined(dataset_names()))->capture_default_str();
+  sub.add_option("--dataset", data.name, "Dataset: " + joined(dataset_names()))
+      ->capture_default_str()
+      ->check(CLI::IsMember(dataset_names()));
   sub.add_option("--data-dir", data.data_dir,
                  "Directory holding the dataset's files (default for fashion-mnist: "
                  "/usr/share/datasets/fashion-mnist)");
@@ -87,8 +97,9 @@ void Commands::add_train(CLI::App& app) {
   c.schedule.name = "cosine";
   auto* t = app.add_subcommand("train", "Train a model (run under mpirun -np N for N data-parallel ranks)");
   train_ = t;
-  t->add_option("--model", c.model, "Model: logreg|mlp|lenet5|svhn-cnn|alexnet|vgg11 (see 'ringtrain models')")
-      ->capture_default_str();
+  t->add_option("--model", c.model, "Model: " + joined(model_names()) + " (see 'ringtrain models')")
+      ->capture_default_str()
+      ->check(CLI::IsMember(model_names()));
   add_data_options(*t, c.data, synthetic_shape_);
   t->add_flag("--augment", c.data.augment, "Random crop (pad 4) and horizontal flip of training images");
   t->add_option("--epochs", c.epochs, "Epochs")->capture_default_str();
@@ -104,7 +115,9 @@ void Commands::add_train(CLI::App& app) {
       ->capture_default_str();
   t->add_option("--accumulate", c.accumulate, "Micro-batches whose gradients are summed before one all-reduce")
       ->capture_default_str();
-  t->add_option("--optimizer", c.optimizer.name, "sgd|adam|adamw|lars")->capture_default_str();
+  t->add_option("--optimizer", c.optimizer.name, joined(Optimizer::known_names()))
+      ->capture_default_str()
+      ->check(CLI::IsMember(Optimizer::known_names()));
   t->add_option("--lr", c.schedule.base_lr, "Learning rate (before --lr-scaling)")->capture_default_str();
   t->add_option("--momentum", c.optimizer.momentum, "Momentum (sgd, lars)")->capture_default_str();
   t->add_flag("--nesterov", c.optimizer.nesterov, "Nesterov momentum (sgd)");
@@ -113,7 +126,10 @@ void Commands::add_train(CLI::App& app) {
   t->add_option("--beta2", c.optimizer.beta2, "Adam beta2")->capture_default_str();
   t->add_option("--eps", c.optimizer.eps, "Adam epsilon")->capture_default_str();
   t->add_option("--lars-eta", c.optimizer.lars_eta, "LARS trust coefficient")->capture_default_str();
-  t->add_option("--lr-schedule", c.schedule.name, "constant|step|multistep|cosine (cosine: to --lr-min over --epochs)")->capture_default_str();
+  t->add_option("--lr-schedule", c.schedule.name,
+                joined(LrSchedule::known_names()) + " (cosine: to --lr-min over --epochs)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(LrSchedule::known_names()));
   t->add_option("--lr-gamma", c.schedule.gamma, "step/multistep: factor at each boundary")->capture_default_str();
   t->add_option("--lr-step-epochs", c.schedule.step_epochs, "step: epochs between decays")->capture_default_str();
   t->add_option("--lr-milestones", milestones_, "multistep: epochs where lr *= gamma, e.g. 10,20");
@@ -122,11 +138,15 @@ void Commands::add_train(CLI::App& app) {
       ->capture_default_str();
   t->add_option("--lr-scaling", c.lr_scaling,
                 "none|linear: linear scales lr by global batch / --lr-base-batch (Goyal et al. 2017)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "linear"}));
   t->add_option("--lr-base-batch", c.lr_base_batch, "linear scaling: the batch --lr is for (0: --batch-size)")
       ->capture_default_str();
   t->add_option("--seed", c.seed, "Seed of initialisation, shuffling, augmentation, dropout")->capture_default_str();
-  t->add_option("--allreduce", c.allreduce, "Gradient all-reduce: ring|mpi|ps|rd|auto")->capture_default_str();
+  const std::vector<std::string> algos = {"ring", "mpi", "ps", "rd", "auto"};
+  t->add_option("--allreduce", c.allreduce, "Gradient all-reduce: " + joined(algos))
+      ->capture_default_str()
+      ->check(CLI::IsMember(algos));
   t->add_option("--bucket-mb", c.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
   t->add_option("--eval-every", c.eval_every, "Evaluate every N epochs (0: only at the end)")->capture_default_str();
   t->add_option("--log-every", c.log_every, "Steps per timing record in rank-<r>.jsonl")->capture_default_str();

@@ -16,6 +16,7 @@
 namespace {
 
 int g_rank = -1;
+int g_world_size = 0;
 
 void print_error(const std::string& message) {
   if (g_rank >= 0) {
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   try {
     auto comm = env->world();
     g_rank = comm->rank();
+    g_world_size = comm->size();
     code = commands.run_distributed(*comm);
   } catch (const CollectiveError& e) {
     // Every rank raised it at the same point: report everywhere, leave together.
@@ -82,10 +84,13 @@ int main(int argc, char** argv) {
     code = 1;
   } catch (const std::invalid_argument& e) {
     print_error(e.what());
-    MpiEnvironment::abort(2);
+    // Alone, there is no peer to release: finalize and exit normally.
+    if (g_world_size != 1) MpiEnvironment::abort(2);
+    code = 2;
   } catch (const std::exception& e) {
     print_error(e.what());
-    MpiEnvironment::abort(1);
+    if (g_world_size != 1) MpiEnvironment::abort(1);
+    code = 1;
   }
   env.reset();
   return code;
