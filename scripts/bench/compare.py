@@ -48,8 +48,8 @@ def log(msg):
 # ringtrain invocation: the ONE place that knows the CLI. Adjust here when flags change.
 # ---------------------------------------------------------------------------------------------
 
-def ringtrain_command(binary, work, run_dir):
-    """argv of one `ringtrain train` run for a work item (see Work)."""
+def ringtrain_command(binary, work, np_, run_dir):
+    """argv of one `ringtrain train` run of a work item (see Work) on np_ ranks."""
     return [binary, "train",
             "--model", work.model,
             "--dataset", "synthetic",
@@ -57,7 +57,7 @@ def ringtrain_command(binary, work, run_dir):
             "--synthetic-train", str(work.n_train),
             "--synthetic-test", str(work.n_test),
             "--batch-size", str(work.batch),
-            "--epochs", "1",
+            "--epochs", str(work.epochs(np_)),
             "--max-steps", str(work.warmup + work.steps),
             "--lr", str(work.lr),
             "--momentum", str(work.momentum),
@@ -87,13 +87,25 @@ class Work:
         self.steps = steps
         self.warmup = warmup
         # Same in-memory data for every run of this model (np 1 and np N alike), so peak RSS
-        # compares like with like: enough images for one epoch of all steps at max_np ranks.
-        self.n_train = (warmup + steps) * batch * max_np
-        self.n_test = batch * max_np
+        # compares like with like. Enough images for one epoch of all steps at max_np ranks,
+        # but at most data_mb of pixels, so the data set does not dominate peak RSS; longer
+        # runs take several epochs (ringtrain's end-of-epoch eval of n_test images is taken
+        # out of its timed window, see ringtrain_throughput).
+        global_batch = batch * max_np
+        image_bytes = 4 * self.shape[0] * self.shape[1] * self.shape[2]
+        cap = max(1, int(args.data_mb * 2**20 / image_bytes) // global_batch)
+        self.n_train = global_batch * min(warmup + steps, cap)
+        self.n_test = global_batch
+        self.data_mb = self.n_train * image_bytes / 2**20
         self.lr = args.lr
         self.momentum = args.momentum
         self.seed = args.seed
         self.desc = torch_train.describe(model, self.shape)
+
+    def epochs(self, np_):
+        """Epochs that cover warm-up + timed steps on np_ ranks (--max-steps stops the run)."""
+        per_epoch = self.n_train // (self.batch * np_)
+        return -(-(self.warmup + self.steps) // per_epoch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,7 +172,7 @@ def ringtrain_throughput(run_dir, work, np_):
     path = os.path.join(run_dir, "rank-0.jsonl")
     if not os.path.exists(path):
         return None
-    steps = []
+    steps, pauses = [], []
     with open(path) as f:
         for line in f:
             try:
@@ -169,24 +181,30 @@ def ringtrain_throughput(run_dir, work, np_):
                 continue
             if rec.get("type") == "step" and "t" in rec and "step" in rec:
                 steps.append(rec)
+            elif rec.get("type") in ("eval", "checkpoint") and "t" in rec:
+                pauses.append(rec)
     steps.sort(key=lambda r: r["step"])
     if len(steps) <= work.warmup + 1:
         return None
     start = steps[work.warmup - 1] if work.warmup > 0 else steps[0]
     end = steps[-1]
     n_steps = end["step"] - start["step"]
-    span = end["t"] - start["t"]
+    # Evaluations (and checkpoints) between epochs are not training time; PyTorch's side has
+    # none. `t` of such a record may be its start or end, either way it lies in the window.
+    paused = sum(p.get("seconds", 0.0) for p in pauses if start["t"] < p["t"] < end["t"])
+    span = end["t"] - start["t"] - paused
     if n_steps <= 0 or span <= 0:
         return None
     dts = [b["t"] - a["t"] for a, b in zip(steps[work.warmup:], steps[work.warmup + 1:])]
     return {"images_per_s": n_steps * work.batch * np_ / span, "timed_steps": n_steps,
+            "excluded_eval_s": paused,
             "step_ms_median": 1e3 * statistics.median(dts) if dts else None,
             "throughput_source": "rank-0.jsonl after warm-up"}
 
 
 def run_ringtrain(args, work, np_, run_root):
     run_dir = os.path.join(run_root, f"{work.model}-np{np_}-{time.time_ns()}")
-    cmd = ringtrain_launch(ringtrain_command(args.bin, work, run_dir), np_, args.mpirun_args)
+    cmd = ringtrain_launch(ringtrain_command(args.bin, work, np_, run_dir), np_, args.mpirun_args)
     env = {"OMP_NUM_THREADS": "1", **(MPI_ROOT_ENV if np_ > 1 else {})}
     rc, out, err, secs = run(cmd, env, args.timeout)
     summary_path = os.path.join(run_dir, "summary.json")
@@ -284,6 +302,9 @@ def summarise(results, works, nps, peak_gflops):
                    "ratio_images_per_s": paired_ratios(rt, pt, "images_per_s"),
                    "ringtrain_peak_rss_mb": spread(values(rt, "peak_rss_mb")),
                    "pytorch_peak_rss_mb": spread(values(pt, "peak_rss_mb")),
+                   "pytorch_import_rss_mb": spread(
+                       [r["ranks"][0]["rss_after_import_mb"] for r in pt if r and r.get("ok")]),
+                   "data_mb": w.data_mb,
                    "ratio_peak_rss": paired_ratios(rt, pt, "peak_rss_mb"),
                    "ringtrain_errors": [r["error"] for r in rt if r and not r.get("ok")],
                    "pytorch_errors": [r["error"] for r in pt if r and not r.get("ok")]}
@@ -331,7 +352,8 @@ def markdown(rows, meta, nps):
                  f"np {np_}: ringtrain mpirun vs PyTorch DDP (gloo), global images/s, "
                  "peak RSS per rank (max over ranks)")
         lines += [f"## {title}", ""]
-        head = ["model", "shape", "batch/rank", "steps", "MFLOP/img", "ringtrain img/s",
+        head = ["model", "shape", "batch/rank", "steps", "data MB", "MFLOP/img",
+                "ringtrain img/s",
                 "PyTorch img/s", "ratio", "ringtrain RSS MB", "PyTorch RSS MB", "RSS ratio",
                 "ringtrain % peak", "PyTorch % peak"]
         if np_ > 1:
@@ -340,6 +362,7 @@ def markdown(rows, meta, nps):
         lines.append("|" + "---|" * len(head))
         for r in sel:
             cells = [r["model"], r["shape"], str(r["batch"]), str(r["steps"]),
+                     f"{r['data_mb']:.0f}",
                      f"{r['train_mflop_per_image']:.2f}",
                      fmt_spread(r["ringtrain_images_per_s"]),
                      fmt_spread(r["pytorch_images_per_s"]),
@@ -354,6 +377,11 @@ def markdown(rows, meta, nps):
                           fmt_spread(r.get("pytorch_scaling_efficiency"), 2)]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+        base = [f"{r['model']} {fmt_spread(r['pytorch_import_rss_mb'])}" for r in sel
+                if r["pytorch_import_rss_mb"]]
+        if base:
+            lines += ["PyTorch RSS right after `import torch` (interpreter + libraries, before "
+                      "model and data), MB: " + "; ".join(base) + ".", ""]
         for r in sel:
             for side in ("ringtrain", "pytorch"):
                 for e in sorted(set(r[f"{side}_errors"]))[:2]:
@@ -387,6 +415,8 @@ def parse_args(argv):
     p.add_argument("--sgemm-n", type=int, default=2048, help="GEMM size for the peak (0: skip)")
     p.add_argument("--mpirun-args", default="--bind-to none",
                    help="extra mpirun options (default leaves ranks unbound, like PyTorch's)")
+    p.add_argument("--data-mb", type=float, default=32.0,
+                   help="cap on the synthetic training set's pixels in memory (MB)")
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=1)
