@@ -305,15 +305,18 @@ def train_steps(args, shape, rank=0, world=1, ddp=False):
         torch.distributed.barrier()
     step_s = []
     t0 = time.perf_counter()
+    c0 = time.process_time()  # CPU seconds of all our threads: unaffected by time slicing
     for _ in range(args.steps):
         s0 = time.perf_counter()
         loss = step()
         step_s.append(time.perf_counter() - s0)
     elapsed = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     final_loss = float(loss.item())
     if ddp:
         torch.distributed.barrier()
-    return {"rank": rank, "elapsed_s": elapsed, "step_s": step_s, "loss": final_loss,
+    return {"rank": rank, "elapsed_s": elapsed, "cpu_s": cpu, "step_s": step_s,
+            "loss": final_loss,
             "peak_rss_mb": peak_rss_mb(), "rss_after_import_mb": rss_import}
 
 
@@ -334,11 +337,15 @@ def result_record(args, shape, per_rank, world):
            "global_batch_size": world * args.batch_size, "threads_per_rank": args.threads,
            "warmup_steps": args.warmup, "steps": args.steps,
            "images_per_s": images / elapsed, "wall_s": elapsed,
+           # images per CPU-second over all ranks: what the run would reach uncontended if
+           # it is compute bound; its gap to images_per_s shows how loaded the machine was.
+           "images_per_cpu_s": images / sum(r["cpu_s"] for r in per_rank) * world,
            **step_stats(per_rank[0]["step_s"]),
            "peak_rss_mb": max(r["peak_rss_mb"] for r in per_rank),
            "ranks": [{"rank": r["rank"], "peak_rss_mb": round(r["peak_rss_mb"], 1),
                       "rss_after_import_mb": round(r["rss_after_import_mb"], 1),
-                      "elapsed_s": r["elapsed_s"]} for r in per_rank],
+                      "elapsed_s": r["elapsed_s"], "cpu_s": r["cpu_s"]}
+                     for r in per_rank],
            "final_loss": per_rank[0]["loss"],
            "params": desc["params"], "train_flops_per_image": desc["train_flops_per_image"],
            "forward_flops_per_image": desc["forward_flops_per_image"],
