@@ -31,11 +31,14 @@ import torch_train  # noqa: E402  (pure-Python specs; does not import torch)
 
 DEFAULT_MODELS = ["logreg", "mlp", "lenet5"]
 # Per-rank batch sizes of the issue's benchmark table.
-DEFAULT_BATCH = {"logreg": 64, "lenet5": 64, "mlp": 32, "vgg11": 32, "svhn-cnn": 64}
+DEFAULT_BATCH = {"logreg": 64, "lenet5": 64, "mlp": 32, "vgg11": 32, "svhn-cnn": 64,
+                 "alexnet": 32}
 # Timed steps per model: enough for a few seconds of work each at one thread on this class of
 # machine (vgg11 b32 is ~0.25 s/step, lenet5 b64 ~5 ms/step).
-DEFAULT_STEPS = {"logreg": 600, "lenet5": 200, "mlp": 150, "vgg11": 20, "svhn-cnn": 200}
-DEFAULT_WARMUP = {"logreg": 20, "lenet5": 10, "mlp": 10, "vgg11": 3, "svhn-cnn": 10}
+DEFAULT_STEPS = {"logreg": 600, "lenet5": 200, "mlp": 150, "vgg11": 20, "svhn-cnn": 200,
+                 "alexnet": 20}
+DEFAULT_WARMUP = {"logreg": 20, "lenet5": 10, "mlp": 10, "vgg11": 3, "svhn-cnn": 10,
+                  "alexnet": 3}
 
 MPI_ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
@@ -62,8 +65,28 @@ def ringtrain_command(binary, work, np_, run_dir):
             "--lr", str(work.lr),
             "--momentum", str(work.momentum),
             "--seed", str(work.seed),
+            "--eval-every", "0",  # evaluate only at the end, after the timed steps
             "--run-dir", run_dir,
             "--quiet"]
+
+
+def ringtrain_model_info(binary, model, shape_str):
+    """(params, forward FLOPs per image) from `ringtrain models --input CxHxW`, or None.
+
+    Its table: model, input, params, MFLOP/image (forward, 2 x MACs), description."""
+    try:
+        out = subprocess.run([binary, "models", "--input", shape_str], capture_output=True,
+                             text=True, timeout=120, env={**os.environ, **MPI_ROOT_ENV})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in out.stdout.splitlines():
+        cols = line.split()
+        if len(cols) >= 4 and cols[0] == model and cols[1] == shape_str:
+            try:
+                return int(cols[2].replace(",", "")), float(cols[3]) * 1e6
+            except ValueError:
+                return None
+    return None
 
 
 def ringtrain_launch(argv, np_, mpirun_args):
@@ -100,7 +123,8 @@ class Work:
         self.lr = args.lr
         self.momentum = args.momentum
         self.seed = args.seed
-        self.desc = torch_train.describe(model, self.shape)
+        self.vgg_conv_bias = not args.vgg_no_conv_bias
+        self.desc = torch_train.describe(model, self.shape, self.vgg_conv_bias)
 
     def epochs(self, np_):
         """Epochs that cover warm-up + timed steps on np_ ranks (--max-steps stops the run)."""
@@ -154,6 +178,8 @@ def run_torch(args, work, np_):
            "--momentum", str(work.momentum), "--seed", str(work.seed), "--threads", "1"]
     if np_ > 1:
         cmd += ["--ddp", "--nproc", str(np_)]
+    if not work.vgg_conv_bias:
+        cmd.append("--vgg-no-conv-bias")
     rc, out, err, secs = run(cmd, {"OMP_NUM_THREADS": "1"}, args.timeout)
     if rc != 0:
         return {"ok": False, "error": f"exit {rc}: {tail(err)}", "cmd": cmd}
@@ -234,13 +260,36 @@ def run_ringtrain(args, work, np_, run_root):
     if os.path.exists(config_path):
         with open(config_path) as f:
             config = json.load(f)
-        for key in ("params", "parameters", "param_count", "num_params"):
-            if isinstance(config.get(key), int) and config[key] != work.desc["params"]:
-                log(f"WARNING: ringtrain {work.model} has {config[key]} parameters, "
-                    f"the PyTorch baseline {work.desc['params']}: not the same model")
+        n = config.get("num_params")
+        if isinstance(n, int) and n != work.desc["params"]:
+            log(f"WARNING: ringtrain {work.model} has {n} parameters, "
+                f"the PyTorch baseline {work.desc['params']}: not the same model")
+        rec["threads_per_rank"] = config.get("threads_per_rank")
     if not args.keep_runs:
         shutil.rmtree(run_dir, ignore_errors=True)
     return rec
+
+
+def check_architecture(binary, work, notes):
+    """Compare ringtrain's own parameter and forward-FLOP counts with the baseline's spec;
+    a mismatch means the two sides do not train the same model, which the report must say."""
+    info = ringtrain_model_info(binary, work.model, work.shape_str)
+    if info is None:
+        log(f"note: no `ringtrain models` row for {work.model} {work.shape_str}; "
+            "FLOPs per image from torch_train.py's spec")
+        return
+    params, fwd = info
+    want_params, want_fwd = work.desc["params"], work.desc["forward_flops_per_image"]
+    # `models` prints MFLOP with 2 decimals: allow that rounding.
+    if params != want_params or abs(fwd - want_fwd) > 0.006e6 + 1e-3 * want_fwd:
+        msg = (f"ARCHITECTURE MISMATCH {work.model} {work.shape_str}: ringtrain {params} params "
+               f"{fwd / 1e6:.2f} MFLOP fwd, PyTorch baseline {want_params} params "
+               f"{want_fwd / 1e6:.2f} MFLOP fwd")
+        print(msg, flush=True)
+        notes.append(msg)
+    else:
+        log(f"{work.model} {work.shape_str}: ringtrain and baseline agree: {params} params, "
+            f"{fwd / 1e6:.2f} MFLOP forward per image")
 
 
 def measure_peak(args):
@@ -364,7 +413,7 @@ def markdown(rows, meta, nps):
                  f"np {np_}: ringtrain mpirun vs PyTorch DDP (gloo), global images/s, "
                  "peak RSS per rank (max over ranks)")
         lines += [f"## {title}", ""]
-        head = ["model", "shape", "batch/rank", "steps", "data MB", "MFLOP/img",
+        head = ["model", "shape", "batch/rank", "steps", "data MB", "train MFLOP/img",
                 "ringtrain img/s",
                 "PyTorch img/s", "ratio", "ratio of bests", "ringtrain RSS MB", "PyTorch RSS MB", "RSS ratio",
                 "ringtrain % peak", "PyTorch % peak"]
@@ -405,7 +454,7 @@ def markdown(rows, meta, nps):
             for side in ("ringtrain", "pytorch"):
                 for e in sorted(set(r[f"{side}_errors"]))[:2]:
                     lines.append(f"- {r['model']} np {np_} {side} failed: "
-                                 f"`{e.splitlines()[0] if e else e}`")
+                                 f"`{e.strip().splitlines()[-1] if e.strip() else e}`")
     return "\n".join(lines) + "\n"
 
 
@@ -436,6 +485,8 @@ def parse_args(argv):
                    help="extra mpirun options (default leaves ranks unbound, like PyTorch's)")
     p.add_argument("--data-mb", type=float, default=32.0,
                    help="cap on the synthetic training set's pixels in memory (MB)")
+    p.add_argument("--vgg-no-conv-bias", action="store_true",
+                   help="baseline vgg11 without conv bias (if ringtrain's zoo has none)")
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=1)
@@ -491,6 +542,9 @@ def main(argv=None):
             "cpu": cpu_name(), "cores": os.cpu_count(), "load_before": load(),
             "repeats": args.repeats, "momentum": args.momentum, "notes": notes,
             "ringtrain_bin": args.bin if have_rt else None, "torch_version": None}
+    if have_rt:
+        for w in works:
+            check_architecture(args.bin, w, notes)
 
     peaks = []
 

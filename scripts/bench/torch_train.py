@@ -29,7 +29,7 @@ import time
 # experiments: LeNet-5 as in LeCun et al. 1998 with ReLU/max-pool, VGG-11 "A" of Simonyan &
 # Zisserman 2014 with BatchNorm and a single 512->10 classifier as in the CIFAR-10 versions).
 # Layer spec tuples: ("conv", out_channels, kernel, pad, bias), ("bn",), ("relu",),
-# ("maxpool", k), ("flatten",), ("linear", out_features).
+# ("maxpool", k), ("flatten",), ("linear", out_features), ("lrn",), ("dropout", p).
 # ---------------------------------------------------------------------------------------------
 
 VGG11_CFG = [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"]
@@ -41,6 +41,7 @@ NATURAL_SHAPE = {
     "mlp": (3, 32, 32),
     "svhn-cnn": (3, 32, 32),
     "vgg11": (3, 32, 32),
+    "alexnet": (3, 32, 32),
 }
 
 # Parameter counts stated in the brief for the natural shapes (trainable parameters; BN
@@ -52,6 +53,7 @@ EXPECTED_PARAMS = {
     ("mlp", (3, 32, 32)): 3_846_442,
     ("svhn-cnn", (3, 32, 32)): 40_450,
     ("vgg11", (3, 32, 32)): 9_231_114,
+    ("alexnet", (3, 32, 32)): 7_706_442,  # as stated in ringtrain's src/nn/ModelZoo.cpp
 }
 
 
@@ -73,6 +75,15 @@ def model_spec(name, vgg_conv_bias=True):
         return [("conv", 6, 5, 1, True), ("relu",), ("maxpool", 2),
                 ("conv", 16, 5, 1, True), ("relu",), ("maxpool", 2),
                 ("flatten",), ("linear", 64), ("relu",), ("linear", 10)]
+    if name == "alexnet":
+        # ringtrain's CIFAR-sized AlexNet: LRN after the first two convs, dropout 0.5 before
+        # each hidden FC.
+        return [("conv", 64, 5, 2, True), ("relu",), ("lrn",), ("maxpool", 2),
+                ("conv", 192, 5, 2, True), ("relu",), ("lrn",), ("maxpool", 2),
+                ("conv", 384, 3, 1, True), ("relu",), ("conv", 256, 3, 1, True), ("relu",),
+                ("conv", 256, 3, 1, True), ("relu",), ("maxpool", 2),
+                ("flatten",), ("dropout", 0.5), ("linear", 1024), ("relu",),
+                ("dropout", 0.5), ("linear", 1024), ("relu",), ("linear", 10)]
     if name == "vgg11":
         spec = []
         for v in VGG11_CFG:
@@ -124,7 +135,7 @@ def describe(name, shape, vgg_conv_bias=True):
             macs = flat * out_f
             params += flat * out_f + out_f
             flat = out_f
-        else:  # relu
+        else:  # relu, lrn, dropout
             macs = 0
         if macs and first_macs is None:
             first_macs = macs
@@ -160,6 +171,11 @@ def build_torch_model(name, shape, vgg_conv_bias=True):
         elif kind == "linear":
             layers.append(nn.Linear(flat, layer[1]))
             flat = layer[1]
+        elif kind == "lrn":
+            # size 5, alpha 1e-4 (torch divides it by size, as ringtrain does), beta 0.75, k 2
+            layers.append(nn.LocalResponseNorm(5, alpha=1e-4, beta=0.75, k=2.0))
+        elif kind == "dropout":
+            layers.append(nn.Dropout(layer[1]))
     model = nn.Sequential(*layers)
     n_torch = sum(p.numel() for p in model.parameters() if p.requires_grad)
     n_spec = describe(name, shape, vgg_conv_bias)["params"]
