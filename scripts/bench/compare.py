@@ -253,6 +253,13 @@ def run_ringtrain(args, work, np_, run_root):
     else:
         rec.update({"images_per_s": summary.get("images_per_s"),
                     "throughput_source": "summary.json (includes warm-up)"})
+    if ranks and ranks[0].get("phases_s") and ranks[0].get("wall_s"):
+        # Where rank 0's time went (whole run, warm-up included): the all-reduce share and
+        # the part of it spent blocked on peers.
+        ph = ranks[0]["phases_s"]
+        rec["allreduce_share"] = ph.get("allreduce", 0.0) / ranks[0]["wall_s"]
+        rec["wait_share"] = ph.get("wait", 0.0) / ranks[0]["wall_s"]
+        rec["mean_cpu_percent"] = ranks[0].get("mean_cpu_percent")
     rss = [v for v in rec["ranks_peak_rss_mb"] if v is not None]
     rec["peak_rss_mb"] = max(rss) if rss else None
     # Cross-check the architecture when the run states its parameter count.
@@ -352,6 +359,9 @@ def summarise(results, works, nps, peak_gflops):
                    "pytorch_images_per_s": spread(values(pt, "images_per_s")),
                    "ratio_images_per_s": paired_ratios(rt, pt, "images_per_s"),
                    "pytorch_images_per_cpu_s": spread(values(pt, "images_per_cpu_s")),
+                   "ringtrain_allreduce_share": spread(values(rt, "allreduce_share")),
+                   "ringtrain_wait_share": spread(values(rt, "wait_share")),
+                   "ringtrain_cpu_percent": spread(values(rt, "mean_cpu_percent")),
                    "ringtrain_peak_rss_mb": spread(values(rt, "peak_rss_mb")),
                    "pytorch_peak_rss_mb": spread(values(pt, "peak_rss_mb")),
                    "pytorch_import_rss_mb": spread(
@@ -445,6 +455,14 @@ def markdown(rows, meta, nps):
             lines += ["PyTorch images per CPU-second of the timed steps (all ranks' threads; "
                       "near img/s when the machine was not contended): " + "; ".join(cpu)
                       + ".", ""]
+        if np_ > 1:
+            share = [f"{r['model']} all-reduce {fmt_spread(r['ringtrain_allreduce_share'], 2)}"
+                     f" (blocked {fmt_spread(r['ringtrain_wait_share'], 2)}), CPU "
+                     f"{fmt_spread(r['ringtrain_cpu_percent'])}%" for r in sel
+                     if r["ringtrain_allreduce_share"]]
+            if share:
+                lines += ["ringtrain rank 0, share of its wall time (whole run) and mean CPU: "
+                          + "; ".join(share) + ".", ""]
         base = [f"{r['model']} {fmt_spread(r['pytorch_import_rss_mb'])}" for r in sel
                 if r["pytorch_import_rss_mb"]]
         if base:
