@@ -66,6 +66,7 @@ def ringtrain_command(binary, work, np_, run_dir):
             "--momentum", str(work.momentum),
             "--seed", str(work.seed),
             "--eval-every", "0",  # evaluate only at the end, after the timed steps
+            "--eval-batch-size", str(work.batch),  # same as PyTorch's final eval
             "--run-dir", run_dir,
             "--quiet"]
 
@@ -175,7 +176,8 @@ def run_torch(args, work, np_):
            "--model", work.model, "--batch-size", str(work.batch),
            "--steps", str(work.steps), "--warmup", str(work.warmup),
            "--synthetic-train", str(work.n_train), "--lr", str(work.lr),
-           "--momentum", str(work.momentum), "--seed", str(work.seed), "--threads", "1"]
+           "--momentum", str(work.momentum), "--seed", str(work.seed), "--threads", "1",
+           "--final-eval", str(work.n_test)]  # ringtrain always evaluates at the end
     if np_ > 1:
         cmd += ["--ddp", "--nproc", str(np_)]
     if not work.vgg_conv_bias:

@@ -331,9 +331,24 @@ def train_steps(args, shape, rank=0, world=1, ddp=False):
     final_loss = float(loss.item())
     if ddp:
         torch.distributed.barrier()
+    if args.final_eval > 0:
+        final_eval(args, model, shape, rank, world)
     return {"rank": rank, "elapsed_s": elapsed, "cpu_s": cpu, "step_s": step_s,
             "loss": final_loss,
             "peak_rss_mb": peak_rss_mb(), "rss_after_import_mb": rss_import}
+
+
+def final_eval(args, model, shape, rank, world):
+    """Untimed evaluation of this rank's shard of args.final_eval test images, as ringtrain
+    does at the end of every run; it counts towards peak RSS on both sides."""
+    import torch
+    g = torch.Generator().manual_seed(args.seed + 1)
+    x = torch.randn((args.final_eval, *shape), generator=g)[rank::world]
+    model.eval()
+    with torch.no_grad():
+        for i in range(0, x.shape[0], args.batch_size):
+            model(x[i:i + args.batch_size])
+    model.train()
 
 
 def step_stats(step_s):
@@ -382,7 +397,6 @@ def free_port():
 
 def ddp_worker(rank, world, args, shape):
     """Body of one DDP rank; rank 0 prints the gathered JSON line."""
-    import torch
     import torch.distributed as dist
     set_threads(args.threads)
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -476,6 +490,8 @@ def main(argv=None):
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="intra-op threads per process")
+    p.add_argument("--final-eval", type=int, default=0, metavar="N",
+                   help="after timing, evaluate N synthetic test images (sharded over ranks)")
     p.add_argument("--ddp", action="store_true", help="DistributedDataParallel over gloo")
     p.add_argument("--nproc", type=int, default=2, help="ranks to spawn with --ddp")
     p.add_argument("--vgg-no-conv-bias", action="store_true",
