@@ -194,9 +194,15 @@ int Commands::run_local() {
       ImageShape shape{3, 32, 32};
       if (entry.name == "logreg" || entry.name == "lenet5") shape = {1, 28, 28};
       if (!models_shape_.empty()) shape = parse_shape(models_shape_, "--input");
-      Model model(entry.name, shape, 10);
-      fmt::print("{:<10} {:>10} {:>14} {:>12.2f}  {}\n", entry.name, shape.str(), model.num_params(),
-                 model.flops_per_image() / 1e6, entry.description);
+      try {
+        Model model(entry.name, shape, 10);
+        fmt::print("{:<10} {:>10} {:>14} {:>12.2f}  {}\n", entry.name, shape.str(), model.num_params(),
+                   model.flops_per_image() / 1e6, entry.description);
+      } catch (const std::invalid_argument& e) {
+        // One model that cannot take the asked shape (vgg11 below 32x32) is no reason to
+        // hide the others.
+        fmt::print("{:<10} {:>10} {:>14} {:>12}  {}\n", entry.name, shape.str(), "-", "-", e.what());
+      }
     }
     return 0;
   }
