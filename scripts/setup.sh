@@ -8,7 +8,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libdnnl-dev libeigen3-dev libcli11-dev catch2 zlib1g-dev libfmt-dev
   dataset-fashion-mnist
-  python3 python3-matplotlib
+  python3 python3-matplotlib procps
 )
 
 missing=()
