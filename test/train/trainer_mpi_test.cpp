@@ -129,3 +129,19 @@ TEST_CASE("Evaluation over N ranks equals the single-process value") {
   }
   CHECK(all_ranks(ok));
 }
+
+TEST_CASE("--accumulate K x batch B equals batch K*B") {
+  MpiCommunicator world(MPI_COMM_WORLD);
+  TrainConfig accumulated = small_config("accumulate_k", 4);
+  accumulated.accumulate = 2;
+  accumulated.max_steps = 30;
+  Trainer a(accumulated, world);
+  a.run();
+  TrainConfig whole = small_config("accumulate_whole", 8);
+  whole.max_steps = 30;
+  Trainer b(whole, world);
+  b.run();
+  const double err = relative_error(copy_params(a), copy_params(b));
+  INFO("relative error " << err);
+  CHECK(all_ranks(err <= 1e-5));
+}
