@@ -19,6 +19,11 @@ if (( np > cores )); then
 fi
 export OMP_NUM_THREADS=$threads
 
+# Under mpirun a rank's stderr is a pipe, so ringtrain cannot see the terminal itself.
+progress=plain
+if [[ -t 2 ]]; then progress=bar; fi
+
 cd "$root"
 set -x
-mpirun "${mpi_args[@]}" "$build/apps/ringtrain" train --model lenet5 --dataset fashion-mnist --epochs 5 "$@"
+mpirun "${mpi_args[@]}" "$build/apps/ringtrain" train --model lenet5 --dataset fashion-mnist --epochs 5 \
+  --progress "$progress" "$@"

@@ -152,6 +152,11 @@ void Commands::add_train(CLI::App& app) {
   t->add_option("--log-every", c.log_every, "Steps per timing record in rank-<r>.jsonl")->capture_default_str();
   t->add_option("--run-dir", c.run_dir, "Run directory (default: runs/<time>-<model>-np<N>)");
   t->add_flag("--quiet", c.quiet, "No console output but errors");
+  t->add_option("--progress", c.progress,
+                "Rank 0's console: a live bar on stderr (bar), one line per epoch (plain), or bar only when "
+                "stderr is a terminal (auto; under mpirun it never is)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "bar", "plain"}));
   t->add_option("--checkpoint-dir", c.checkpoint_dir, "Checkpoint directory (default: <run-dir>/checkpoints)");
   t->add_option("--checkpoint-every", c.checkpoint_every, "Checkpoint every N epochs (0: off)")
       ->capture_default_str();

@@ -4,12 +4,23 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 namespace ringtrain {
 
-Progress::Progress(bool enabled, int epochs) : enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1), epochs_(epochs) {}
+Progress::Progress(bool enabled, int epochs, Style style)
+    : enabled_(enabled),
+      tty_(style == Style::kBar || (style == Style::kAuto && ::isatty(STDERR_FILENO) == 1)),
+      epochs_(epochs) {}
+
+Progress::Style Progress::parse_style(const std::string& name) {
+  if (name == "auto") return Style::kAuto;
+  if (name == "bar") return Style::kBar;
+  if (name == "plain") return Style::kPlain;
+  throw std::invalid_argument(fmt::format("--progress must be auto, bar or plain (got '{}')", name));
+}
 
 void Progress::begin_epoch(int epoch, std::int64_t steps) {
   epoch_ = epoch;

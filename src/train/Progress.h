@@ -10,8 +10,14 @@ namespace ringtrain {
 
 class Progress {
  public:
-  // enabled: false on ranks other than 0 and with --quiet.
-  Progress(bool enabled, int epochs);
+  enum class Style { kAuto, kBar, kPlain };
+  // enabled: false on ranks other than 0 and with --quiet. kAuto draws the bar when stderr
+  // is a terminal; under mpirun a rank's stderr is a pipe whatever the user's terminal is,
+  // so launchers that know (scripts/quickstart.sh) ask for kBar.
+  Progress(bool enabled, int epochs, Style style = Style::kAuto);
+
+  // "auto" | "bar" | "plain"; throws std::invalid_argument otherwise.
+  static Style parse_style(const std::string& name);
 
   void begin_epoch(int epoch, std::int64_t steps);
   // Called every step; redraws at most ~10 times a second.

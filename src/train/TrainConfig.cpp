@@ -30,6 +30,8 @@ void TrainConfig::validate() const {
   require(bucket_mb > 0.0, fmt::format("--bucket-mb must be > 0 (got {})", bucket_mb));
   require(eval_every >= 0, "--eval-every must be >= 0");
   require(log_every >= 1, "--log-every must be >= 1");
+  require(progress == "auto" || progress == "bar" || progress == "plain",
+          fmt::format("--progress must be auto, bar or plain (got '{}')", progress));
   require(checkpoint_every >= 0, "--checkpoint-every must be >= 0");
   require(checkpoint_every_steps >= 0, "--checkpoint-every-steps must be >= 0");
   require(keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");

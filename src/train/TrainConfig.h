@@ -43,6 +43,7 @@ struct TrainConfig {
   int log_every = 1;                 // steps per rank-<r>.jsonl step record
   std::string run_dir;               // empty: runs/<timestamp>-<model>-np<N>
   bool quiet = false;
+  std::string progress = "auto";     // auto | bar | plain (rank 0's console)
 
   // Checkpoints.
   std::string checkpoint_dir;        // empty: <run_dir>/checkpoints when checkpointing

@@ -209,7 +209,7 @@ void Trainer::State::setup() {
   maybe_resume();
 
   log = std::make_unique<RunLog>(run_dir, rank, root(), /*append=*/global_step > 0);
-  progress = std::make_unique<Progress>(root() && !config.quiet, config.epochs);
+  progress = std::make_unique<Progress>(root() && !config.quiet, config.epochs, Progress::parse_style(config.progress));
 
   if (root()) {
     Json j = config.to_json();
