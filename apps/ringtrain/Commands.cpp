@@ -82,11 +82,30 @@ void Commands::add_data_options(CLI::App& sub, DatasetConfig& data, std::string&
       ->check(CLI::PositiveNumber);
   sub.add_option("--synthetic-seed", data.seed, "Synthetic data: the seed that generates it (not --seed)")
       ->capture_default_str();
+  auto& text = norm_text_[&data];
+  sub.add_option("--mean", text.first,
+                 "Per-channel mean of x/255 to normalise with, e.g. 0.4914,0.4822,0.4465 (default: from the "
+                 "training set)");
+  sub.add_option("--std", text.second, "Per-channel std of x/255 to normalise with (default: from the training set)");
+  sub.add_flag("!--no-normalize", data.normalize, "Feed x/255 without mean/std normalisation");
 }
 
 DatasetConfig Commands::resolve_data(DatasetConfig data, const std::string& synthetic_shape) {
   data.synthetic_shape = parse_shape(synthetic_shape, "--synthetic-shape");
   return data;
+}
+
+DatasetConfig Commands::resolve(const DatasetConfig& data, const std::string& synthetic_shape) const {
+  DatasetConfig out = resolve_data(data, synthetic_shape);
+  const auto it = norm_text_.find(&data);
+  if (it != norm_text_.end()) {
+    for (double v : parse_list(it->second.first, "--mean")) out.norm_mean.push_back(static_cast<float>(v));
+    for (double v : parse_list(it->second.second, "--std")) out.norm_std.push_back(static_cast<float>(v));
+  }
+  if (out.norm_mean.empty() != out.norm_std.empty()) {
+    throw std::invalid_argument("--mean and --std go together: give both or neither");
+  }
+  return out;
 }
 
 void Commands::add_train(CLI::App& app) {
@@ -212,7 +231,7 @@ int Commands::run_local() {
     return 0;
   }
   if (datasets_->parsed()) {
-    const DatasetConfig config = resolve_data(datasets_data_, datasets_synthetic_shape_);
+    const DatasetConfig config = resolve(datasets_data_, datasets_synthetic_shape_);
     fmt::print("{}", format_dataset_report(describe_dataset(config.name, load_dataset(config))));
     return 0;
   }
@@ -231,7 +250,7 @@ int Commands::run_local() {
 int Commands::run_distributed(Communicator& comm) {
   if (train_->parsed()) {
     TrainConfig config = train_config_;
-    config.data = resolve_data(config.data, synthetic_shape_);
+    config.data = resolve(train_config_.data, synthetic_shape_);
     if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
     config.schedule.total_epochs = config.epochs;
     Trainer trainer(config, comm);
@@ -246,7 +265,7 @@ int Commands::run_distributed(Communicator& comm) {
     return 0;
   }
   if (eval_->parsed()) {
-    const EvalResult r = evaluate_checkpoint(comm, eval_checkpoint_, resolve_data(eval_data_, eval_synthetic_shape_),
+    const EvalResult r = evaluate_checkpoint(comm, eval_checkpoint_, resolve(eval_data_, eval_synthetic_shape_),
                                              eval_batch_);
     if (comm.rank() == 0) {
       fmt::print("{}: model {}, {} test samples, loss {:.4f}, accuracy {:.4f}\n", eval_checkpoint_, r.model,

@@ -1,6 +1,10 @@
 // The ringtrain subcommands: their flags (bound into config structs) and their actions.
 #pragma once
 
+#include <map>
+#include <string>
+#include <utility>
+
 #include <CLI/CLI.hpp>
 
 #include "collectives/Communicator.h"
@@ -22,7 +26,10 @@ class Commands {
   void add_eval(CLI::App& app);
   void add_local(CLI::App& app);
   void add_data_options(CLI::App& sub, DatasetConfig& data, std::string& synthetic_shape);
+  DatasetConfig resolve(const DatasetConfig& data, const std::string& synthetic_shape) const;
   static DatasetConfig resolve_data(DatasetConfig data, const std::string& synthetic_shape);
+  // --mean / --std text per subcommand (comma-separated, parsed in resolve).
+  std::map<const DatasetConfig*, std::pair<std::string, std::string>> norm_text_;
 
   CLI::App* train_ = nullptr;
   CLI::App* eval_ = nullptr;

@@ -43,6 +43,13 @@ Json TrainConfig::to_json() const {
   j.set("dataset", data.name);
   j.set("data_dir", data.data_dir);
   j.set("augment", data.augment);
+  j.set("normalize", data.normalize);
+  Json mean = Json::array();
+  for (float v : data.norm_mean) mean.push(v);
+  j.set("mean", std::move(mean));
+  Json stdev = Json::array();
+  for (float v : data.norm_std) stdev.push(v);
+  j.set("std", std::move(stdev));
   if (data.name == "synthetic") {
     j.set("synthetic_shape", data.synthetic_shape.str());
     j.set("synthetic_classes", data.synthetic_classes);
