@@ -187,7 +187,10 @@ void Commands::add_train(CLI::App& app) {
 }
 
 void Commands::add_eval(CLI::App& app) {
-  auto* e = app.add_subcommand("eval", "Evaluate a checkpoint on a test set (under mpirun: sharded, exact)");
+  auto* e = app.add_subcommand(
+      "eval",
+      "Evaluate a checkpoint on the test split of the data it was trained on, or of --dataset and its "
+      "options when given (under mpirun: sharded, exact)");
   eval_ = e;
   e->add_option("--checkpoint", eval_checkpoint_, "Checkpoint file")->required();
   add_data_options(*e, eval_data_, eval_synthetic_shape_);
@@ -265,8 +268,10 @@ int Commands::run_distributed(Communicator& comm) {
     return 0;
   }
   if (eval_->parsed()) {
-    const EvalResult r = evaluate_checkpoint(comm, eval_checkpoint_, resolve(eval_data_, eval_synthetic_shape_),
-                                             eval_batch_);
+    // Without --dataset, the checkpoint's own dataset configuration.
+    std::optional<DatasetConfig> data;
+    if (eval_->count("--dataset") > 0) data = resolve(eval_data_, eval_synthetic_shape_);
+    const EvalResult r = evaluate_checkpoint(comm, eval_checkpoint_, data, eval_batch_);
     if (comm.rank() == 0) {
       fmt::print("{}: model {}, {} test samples, loss {:.4f}, accuracy {:.4f}\n", eval_checkpoint_, r.model,
                  r.samples, r.loss, r.accuracy);

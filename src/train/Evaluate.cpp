@@ -66,10 +66,17 @@ EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test,
   return result;
 }
 
-EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint, const DatasetConfig& data,
-                               int batch_size) {
+EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint,
+                               const std::optional<DatasetConfig>& data, int batch_size) {
   const CheckpointData ck = load_checkpoint_collective(comm, checkpoint);
-  const DatasetSplits splits = load_dataset(data);
+  DatasetConfig config;
+  try {
+    config = data ? *data : dataset_config_of(ck.meta);
+  } catch (const std::exception& e) {
+    throw CollectiveError(fmt::format("{}: meta: no usable dataset configuration ({}); pass --dataset",
+                                      checkpoint.string(), e.what()));
+  }
+  const DatasetSplits splits = load_dataset(config);
   Model model(ck.meta.at("model").as_string(), splits.test->shape(), splits.test->classes());
   check_checkpoint_matches(ck, model, checkpoint.string());
   std::copy(ck.params.begin(), ck.params.end(), model.params().begin());

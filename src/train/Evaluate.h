@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "collectives/Communicator.h"
@@ -27,8 +28,9 @@ EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test,
 // Builds the checkpoint's model, loads it (rank 0 reads, broadcast) and evaluates it on the
 // test split of `data` (each rank a disjoint shard; the sums are exact). Throws
 // CollectiveError for a bad checkpoint or one of another model than the data's shape needs.
-EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint, const DatasetConfig& data,
-                               int batch_size);
+// Without `data`, the dataset the checkpoint was trained on (its config section).
+EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint,
+                               const std::optional<DatasetConfig>& data, int batch_size);
 
 // The checkpoint's metadata plus its section sizes, after full validation.
 Json describe_checkpoint(const std::filesystem::path& checkpoint);
