@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   } catch (const CollectiveError& e) {
     // Every rank raised it at the same point: report everywhere, leave together.
     print_error(e.what());
-    code = 1;
+    code = e.exit_code();
   } catch (const std::invalid_argument& e) {
     print_error(e.what());
     // Alone, there is no peer to release: finalize and exit normally.

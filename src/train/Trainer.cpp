@@ -20,12 +20,14 @@
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
 #include "train/Checkpoint.h"
+#include "train/Agreement.h"
 #include "train/CheckpointIo.h"
 #include "train/Evaluate.h"
 #include "train/GradientSync.h"
 #include "train/Progress.h"
 #include "train/ResourceMonitor.h"
 #include "train/RunLog.h"
+#include "train/TrainerState.h"
 #include "train/Versions.h"
 
 namespace ringtrain {
@@ -34,38 +36,6 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 extern "C" void on_stop_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Per-phase seconds of one or more steps.
-struct PhaseTimes {
-  double data = 0, forward = 0, backward = 0, allreduce = 0, wait = 0, optimizer = 0, checkpoint = 0, eval = 0;
-  PhaseTimes& operator+=(const PhaseTimes& o) {
-    data += o.data;
-    forward += o.forward;
-    backward += o.backward;
-    allreduce += o.allreduce;
-    wait += o.wait;
-    optimizer += o.optimizer;
-    checkpoint += o.checkpoint;
-    eval += o.eval;
-    return *this;
-  }
-  Json to_json() const {
-    Json j = Json::object();
-    j.set("data", data);
-    j.set("forward", forward);
-    j.set("backward", backward);
-    j.set("allreduce", allreduce);
-    j.set("wait", wait);
-    j.set("optimizer", optimizer);
-    j.set("checkpoint", checkpoint);
-    j.set("eval", eval);
-    return j;
-  }
-};
 
 std::string default_run_dir(const std::string& model, int world) {
   const std::time_t now = std::time(nullptr);
@@ -81,6 +51,9 @@ std::string default_run_dir(const std::string& model, int world) {
 void install_stop_signal_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
+  // Restart interrupted system calls: a signal must not turn a log write or an fsync into
+  // an error; the flag is looked at between steps.
+  sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
@@ -98,58 +71,6 @@ std::uint64_t fingerprint64(std::string_view text) noexcept {
   return h;
 }
 
-struct Trainer::State {
-  TrainConfig config;
-  Communicator& comm;
-  int rank = 0;
-  int world = 1;
-  AllreduceAlgo algo = AllreduceAlgo::kRing;
-
-  DatasetSplits data;
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Optimizer> optimizer;
-  std::unique_ptr<LrSchedule> schedule;
-  std::unique_ptr<GradientSync> sync;
-  std::unique_ptr<RunLog> log;
-  std::unique_ptr<Progress> progress;
-  ResourceMonitor monitor;
-  std::filesystem::path run_dir;
-  std::filesystem::path checkpoint_dir;
-  std::filesystem::path last_checkpoint;
-  std::vector<std::string> hosts;
-
-  // Position and running totals (restored from a checkpoint).
-  int epoch = 0;                   // current epoch, 0-based
-  std::int64_t step_in_epoch = 0;  // optimizer steps done in the current epoch
-  std::int64_t global_step = 0;
-  double prior_elapsed = 0.0;      // training seconds before a resume
-  double epoch_loss_sum = 0.0;
-  double epoch_correct = 0.0;
-  double epoch_count = 0.0;
-  double epoch_seconds = 0.0;
-
-  PhaseTimes totals;
-  Clock::time_point train_start;
-  double last_test_loss = std::nan("");
-  double last_test_accuracy = std::nan("");
-  double last_train_loss = std::nan("");
-  std::int64_t last_eval_step = -1;
-
-  State(TrainConfig c, Communicator& comm_) : config(std::move(c)), comm(comm_) {}
-
-  double elapsed() const { return prior_elapsed + seconds_since(train_start); }
-  bool root() const { return rank == 0; }
-
-  void setup();
-  void check_configuration_agrees();
-  void maybe_resume();
-  void average_buffers();
-  std::pair<double, double> evaluate();
-  double save_checkpoint();
-  TrainResult train();
-  void write_summary(const TrainResult& result);
-};
-
 Trainer::Trainer(TrainConfig config, Communicator& comm) : s_(std::make_unique<State>(std::move(config), comm)) {}
 Trainer::~Trainer() = default;
 
@@ -163,9 +84,7 @@ TrainResult Trainer::run() {
   return s_->train();
 }
 
-void Trainer::State::setup() {
-  rank = comm.rank();
-  world = comm.size();
+void Trainer::State::setup_local() {
   config.validate();
   algo = parse_allreduce_algo(config.allreduce);
 
@@ -188,16 +107,35 @@ void Trainer::State::setup() {
   data = load_dataset(config.data);
   model = std::make_unique<Model>(config.model, data.train->shape(), data.train->classes());
   model->init(config.seed);
-  // Same start everywhere: rank 0's parameters (identical anyway from the seed, but a
-  // broadcast makes that a guarantee rather than an assumption).
-  comm.broadcast(model->params(), 0);
-  if (!model->buffers().empty()) comm.broadcast(model->buffers(), 0);
 
   optimizer = Optimizer::create(config.optimizer, model->param_infos(), model->num_params());
   schedule = std::make_unique<LrSchedule>(config.schedule);
   sync = std::make_unique<GradientSync>(comm, algo, model->num_params(), config.bucket_mb);
 
+  const std::size_t per_rank = data.train->size() / static_cast<std::size_t>(world);
+  if (per_rank / static_cast<std::size_t>(config.batch_size) / static_cast<std::size_t>(config.accumulate) == 0) {
+    throw std::invalid_argument(fmt::format(
+        "--batch-size {} x --accumulate {} is larger than each rank's share of the training set ({} of {} "
+        "samples over {} ranks): no step would run",
+        config.batch_size, config.accumulate, per_rank, data.train->size(), world));
+  }
+}
+
+void Trainer::State::setup() {
+  rank = comm.rank();
+  world = comm.size();
+  // Everything before the first collective is local and alike on every rank; a failure
+  // anywhere (bad flag, missing data on one node) reaches every rank as the same error.
+  run_agreed(comm, [&] { setup_local(); });
+
+  // Before any collective whose size depends on the model: ranks with other flags or data
+  // shapes would otherwise meet in a broadcast of different lengths.
   check_configuration_agrees();
+
+  // Same start everywhere: rank 0's parameters (identical anyway from the seed, but a
+  // broadcast makes that a guarantee rather than an assumption).
+  comm.broadcast(model->params(), 0);
+  if (!model->buffers().empty()) comm.broadcast(model->buffers(), 0);
 
   // One run directory name for all ranks: rank 0's clock decides.
   std::string dir = config.run_dir.empty() ? default_run_dir(config.model, world) : config.run_dir;
@@ -208,31 +146,34 @@ void Trainer::State::setup() {
 
   maybe_resume();
 
-  log = std::make_unique<RunLog>(run_dir, rank, root(), /*append=*/global_step > 0);
-  progress = std::make_unique<Progress>(root() && !config.quiet, config.epochs, Progress::parse_style(config.progress));
+  const std::string versions = root() ? versions_json(comm).dump() : std::string();
+  run_agreed(comm, [&] {
+    log = std::make_unique<RunLog>(run_dir, rank, root(), /*append=*/global_step > 0);
+    progress = std::make_unique<Progress>(root() && !config.quiet, config.epochs, Progress::parse_style(config.progress));
 
-  if (root()) {
-    Json j = config.to_json();
-    j.set("batch_size", config.batch_size);
-    j.set("global_batch_size", global_batch);
-    j.set("lr_effective", config.schedule.base_lr);
-    j.set("eval_batch_size", config.eval_batch_size);
-    j.set("world_size", world);
-    Json hs = Json::array();
-    for (const auto& h : hosts) hs.push(h);
-    j.set("hosts", std::move(hs));
-    j.set("threads_per_rank", threads_per_rank());
-    j.set("input_shape", data.train->shape().str());
-    j.set("classes", data.train->classes());
-    j.set("train_samples", data.train->size());
-    j.set("test_samples", data.test->size());
-    j.set("num_params", model->num_params());
-    j.set("flops_per_image", model->flops_per_image());
-    j.set("buckets", sync->buckets().size());
-    j.set("checkpoint_dir", checkpoint_dir.string());
-    j.set("versions", versions_json(comm));
-    log->write_json("config.json", j);
-  }
+    if (root()) {
+      Json j = config.to_json();
+      j.set("batch_size", config.batch_size);
+      j.set("global_batch_size", config.batch_size * world * config.accumulate);
+      j.set("lr_effective", config.schedule.base_lr);
+      j.set("eval_batch_size", config.eval_batch_size);
+      j.set("world_size", world);
+      Json hs = Json::array();
+      for (const auto& h : hosts) hs.push(h);
+      j.set("hosts", std::move(hs));
+      j.set("threads_per_rank", threads_per_rank());
+      j.set("input_shape", data.train->shape().str());
+      j.set("classes", data.train->classes());
+      j.set("train_samples", data.train->size());
+      j.set("test_samples", data.test->size());
+      j.set("num_params", model->num_params());
+      j.set("flops_per_image", model->flops_per_image());
+      j.set("buckets", sync->buckets().size());
+      j.set("checkpoint_dir", checkpoint_dir.string());
+      j.set("versions", Json::parse(versions));
+      log->write_json("config.json", j);
+    }
+  });
 }
 
 void Trainer::State::check_configuration_agrees() {
@@ -251,62 +192,6 @@ void Trainer::State::check_configuration_agrees() {
   }
 }
 
-void Trainer::State::maybe_resume() {
-  if (config.resume.empty()) return;
-  std::filesystem::path path = config.resume;
-  if (config.resume == "auto") {
-    path = Checkpoint::latest_in(checkpoint_dir);
-    const bool none = broadcast_string(comm, path.string(), 0).empty();
-    if (none) {
-      if (root()) fmt::print("ringtrain: no checkpoint in {}; starting fresh\n", checkpoint_dir.string());
-      return;
-    }
-  }
-  CheckpointData ck = load_checkpoint_collective(comm, path);
-  check_checkpoint_matches(ck, *model, path.string());
-
-  std::copy(ck.params.begin(), ck.params.end(), model->params().begin());
-  std::copy(ck.buffers.begin(), ck.buffers.end(), model->buffers().begin());
-  const auto state = optimizer->state();
-  if (ck.optimizer_state.size() != state.size() || ck.meta.at("optimizer").as_string() != optimizer->name()) {
-    throw CollectiveError(fmt::format(
-        "{}: optimizer: the checkpoint holds {} state for '{}', this run uses '{}' with {} (pass the same "
-        "--optimizer)",
-        path.string(), ck.optimizer_state.size(), ck.meta.at("optimizer").as_string(), optimizer->name(),
-        state.size()));
-  }
-  std::copy(ck.optimizer_state.begin(), ck.optimizer_state.end(), state.begin());
-  optimizer->set_steps_taken(static_cast<std::uint64_t>(ck.meta.at("optimizer_steps").as_int()));
-
-  global_step = ck.meta.at("global_step").as_int();
-  epoch = static_cast<int>(ck.meta.at("epoch").as_int());
-  step_in_epoch = ck.meta.at("step_in_epoch").as_int();
-  prior_elapsed = ck.meta.at("elapsed_s").as_double();
-  const int saved_world = static_cast<int>(ck.meta.at("world_size").as_int());
-  const int saved_batch = static_cast<int>(ck.meta.at("batch_size").as_int());
-  if (saved_world == world && saved_batch == config.batch_size) {
-    epoch_loss_sum = ck.meta.at("epoch_loss_sum").as_double();
-    epoch_correct = ck.meta.at("epoch_correct").as_double();
-    epoch_count = ck.meta.at("epoch_count").as_double();
-    epoch_seconds = ck.meta.at("epoch_seconds").as_double();
-    if (root()) {
-      fmt::print("ringtrain: resumed from {} at epoch {} step {} (global step {})\n", path.string(), epoch + 1,
-                 step_in_epoch, global_step);
-    }
-  } else {
-    // Another world size (or per-rank batch) shards the epoch differently: the position
-    // inside the epoch has no equivalent, so the epoch starts again from its beginning.
-    if (root()) {
-      fmt::print(
-          "ringtrain: note: checkpoint {} was written by {} rank(s) with batch {}; this run has {} with batch {}: "
-          "continuing from the start of epoch {} (global step {})\n",
-          path.string(), saved_world, saved_batch, world, config.batch_size, epoch + 1, global_step);
-    }
-    step_in_epoch = 0;
-  }
-  if (root()) fmt::print("ringtrain: resume: {}\n", path.string());
-}
-
 void Trainer::State::average_buffers() {
   if (world > 1 && !model->buffers().empty()) comm.allreduce(model->buffers(), AllreduceAlgo::kMpi, /*mean=*/true);
 }
@@ -315,60 +200,6 @@ std::pair<double, double> Trainer::State::evaluate() {
   average_buffers();
   const EvalResult r = evaluate_model(comm, *model, *data.test, config.eval_batch_size);
   return {r.loss, r.accuracy};
-}
-
-double Trainer::State::save_checkpoint() {
-  average_buffers();
-  const auto t0 = Clock::now();
-  if (root()) {
-    CheckpointData ck;
-    Json meta = Json::object();
-    meta.set("format_version", Checkpoint::kFormatVersion);
-    meta.set("model", config.model);
-    meta.set("signature", model->signature());
-    meta.set("input_shape", model->input_shape().str());
-    meta.set("classes", model->classes());
-    meta.set("num_params", model->num_params());
-    meta.set("world_size", world);
-    meta.set("batch_size", config.batch_size);
-    meta.set("global_step", global_step);
-    meta.set("epoch", epoch);
-    meta.set("step_in_epoch", step_in_epoch);
-    meta.set("elapsed_s", elapsed());
-    meta.set("epoch_loss_sum", epoch_loss_sum);
-    meta.set("epoch_correct", epoch_correct);
-    meta.set("epoch_count", epoch_count);
-    meta.set("epoch_seconds", epoch_seconds);
-    meta.set("seed", config.seed);
-    meta.set("rng", "counter-based: every stream is derived from (seed, purpose, epoch, step)");
-    meta.set("optimizer", optimizer->name());
-    meta.set("optimizer_steps", optimizer->steps_taken());
-    meta.set("lr", schedule->lr(static_cast<double>(epoch)));
-    meta.set("test_accuracy", last_test_accuracy);
-    meta.set("config", config.to_json());
-    ck.meta = std::move(meta);
-    const auto p = model->params();
-    ck.params.assign(p.begin(), p.end());
-    const auto b = model->buffers();
-    ck.buffers.assign(b.begin(), b.end());
-    const auto st = optimizer->state();
-    ck.optimizer_state.assign(st.begin(), st.end());
-    const auto bytes = Checkpoint::serialize(ck);
-    last_checkpoint = checkpoint_dir / Checkpoint::file_name(global_step);
-    Checkpoint::write(last_checkpoint, bytes);
-    Checkpoint::prune(checkpoint_dir, config.keep_checkpoints);
-    const double secs = seconds_since(t0);
-    Json rec = Json::object();
-    rec.set("type", "checkpoint");
-    rec.set("t", elapsed());
-    rec.set("epoch", epoch);
-    rec.set("step", global_step);
-    rec.set("seconds", secs);
-    rec.set("bytes", bytes.size());
-    rec.set("path", last_checkpoint.string());
-    log->record(rec);
-  }
-  return seconds_since(t0);
 }
 
 TrainResult Trainer::State::train() {
@@ -386,19 +217,10 @@ TrainResult Trainer::State::train() {
   DistributedSampler sampler(data.train->size(), rank, world, config.seed, DistributedSampler::Mode::kTrain);
   const auto micro_steps = static_cast<std::int64_t>(sampler.steps(batch));
   const std::int64_t steps_per_epoch = micro_steps / k;
-  if (steps_per_epoch == 0) {
-    throw std::invalid_argument(fmt::format(
-        "--batch-size {} x --accumulate {} is larger than this rank's share of the training set ({} of {} "
-        "samples over {} ranks): no step would run",
-        batch, k, data.train->size() / static_cast<std::size_t>(world), data.train->size(), world));
-  }
 
   install_stop_signal_handlers();
   train_start = Clock::now();
-  auto last_resource = Clock::now();
-  std::uint64_t last_sent = comm.bytes_sent();
-  std::uint64_t last_recv = comm.bytes_received();
-  double last_wait = comm.wait_seconds();
+  last_resource = {Clock::now(), comm.bytes_sent(), comm.bytes_received(), comm.wait_seconds()};
 
   PhaseTimes pending;  // accumulated for the next step record
   int pending_steps = 0;
@@ -508,24 +330,7 @@ TrainResult Trainer::State::train() {
       pending_loss += agreed[0] / agreed[2];
       pending_images += static_cast<std::int64_t>(step_count);
       if (pending_steps >= config.log_every || stop || step_limit || step_in_epoch + 1 == steps_per_epoch) {
-        Json rec = Json::object();
-        rec.set("type", "step");
-        rec.set("t", elapsed());
-        rec.set("epoch", epoch + 1);
-        rec.set("step", global_step);
-        rec.set("steps", pending_steps);
-        rec.set("data_s", pending.data);
-        rec.set("forward_s", pending.forward);
-        rec.set("backward_s", pending.backward);
-        rec.set("allreduce_s", pending.allreduce);
-        rec.set("wait_s", pending.wait);
-        rec.set("optimizer_s", pending.optimizer);
-        rec.set("checkpoint_s", pending.checkpoint);
-        rec.set("bytes_sent", comm.bytes_sent());
-        rec.set("bytes_received", comm.bytes_received());
-        rec.set("loss", pending_loss / pending_steps);
-        rec.set("images", pending_images);
-        log->record(rec);
+        record_steps(pending, pending_steps, pending_loss / pending_steps, pending_images);
         totals += pending;
         pending = {};
         pending_steps = 0;
@@ -533,26 +338,7 @@ TrainResult Trainer::State::train() {
         pending_images = 0;
       }
 
-      if (seconds_since(last_resource) >= 1.0) {
-        const double dt = seconds_since(last_resource);
-        last_resource = Clock::now();
-        const ResourceSample rs = monitor.sample();
-        const std::uint64_t sent = comm.bytes_sent();
-        const std::uint64_t recv = comm.bytes_received();
-        Json rec = Json::object();
-        rec.set("type", "resource");
-        rec.set("t", elapsed());
-        rec.set("cpu_percent", rs.cpu_percent);
-        rec.set("rss_mb", rs.rss_mb);
-        rec.set("peak_rss_mb", rs.peak_rss_mb);
-        rec.set("net_send_mbps", static_cast<double>(sent - last_sent) / 1e6 / dt);
-        rec.set("net_recv_mbps", static_cast<double>(recv - last_recv) / 1e6 / dt);
-        rec.set("wait_share", (comm.wait_seconds() - last_wait) / dt);
-        log->record(rec);
-        last_sent = sent;
-        last_recv = recv;
-        last_wait = comm.wait_seconds();
-      }
+      maybe_record_resources();
 
       const double epoch_elapsed = epoch_seconds_before + seconds_since(epoch_start);
       progress->step(step_in_epoch + 1, agreed[0] / agreed[2],
@@ -602,15 +388,7 @@ TrainResult Trainer::State::train() {
       totals.eval += eval_s;
       m.test_loss = last_test_loss;
       m.test_accuracy = last_test_accuracy;
-      Json rec = Json::object();
-      rec.set("type", "eval");
-      rec.set("t", elapsed());
-      rec.set("epoch", epoch + 1);
-      rec.set("step", global_step);
-      rec.set("test_loss", last_test_loss);
-      rec.set("test_accuracy", last_test_accuracy);
-      rec.set("seconds", eval_s);
-      log->record(rec);
+      record_eval(eval_s);
     }
     m.elapsed_s = elapsed();
     m.images_per_s = images_per_s;
@@ -630,11 +408,7 @@ TrainResult Trainer::State::train() {
       progress->note(fmt::format("ringtrain: reached test accuracy {:.4f} >= {} after {:.1f}s (epoch {}, step {})",
                                  last_test_accuracy, config.target_accuracy, *result.time_to_target_s, epoch + 1,
                                  global_step));
-      Json rec = Json::object();
-      rec.set("type", "event");
-      rec.set("t", elapsed());
-      rec.set("message", fmt::format("target accuracy {} reached", config.target_accuracy));
-      log->record(rec);
+      record_event(fmt::format("target accuracy {} reached", config.target_accuracy));
       stop = true;
     }
     if (config.checkpoint_every > 0 && (epoch + 1) % config.checkpoint_every == 0 &&
@@ -679,75 +453,6 @@ TrainResult Trainer::State::train() {
   write_summary(result);
   log->flush();
   return result;
-}
-
-void Trainer::State::write_summary(const TrainResult& result) {
-  const ResourceSample rs = monitor.sample();
-  // Each rank's own figures, gathered to every rank as fixed-size rows.
-  const double images = static_cast<double>(result.steps) * config.batch_size * config.accumulate;
-  std::vector<double> mine = {result.wall_s,
-                              totals.data,
-                              totals.forward,
-                              totals.backward,
-                              totals.allreduce,
-                              totals.wait,
-                              totals.optimizer,
-                              totals.checkpoint,
-                              totals.eval,
-                              std::max(monitor.peak_rss_mb(), rs.peak_rss_mb),
-                              monitor.mean_cpu_percent(),
-                              static_cast<double>(comm.bytes_sent()) / 1e6,
-                              static_cast<double>(comm.bytes_received()) / 1e6};
-  const std::size_t width = mine.size();
-  std::vector<double> all(width * static_cast<std::size_t>(world), 0.0);
-  std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(width * static_cast<std::size_t>(rank)));
-  comm.allreduce_sum(all);
-  if (!root()) return;
-
-  Json j = Json::object();
-  j.set("model", config.model);
-  j.set("dataset", config.data.name);
-  j.set("world_size", world);
-  j.set("batch_size", config.batch_size);
-  j.set("global_batch_size", config.batch_size * world * config.accumulate);
-  j.set("allreduce", config.allreduce);
-  j.set("wall_s", result.wall_s);
-  j.set("images_per_s", result.wall_s > 0 ? images * world / result.wall_s : 0.0);
-  j.set("final_train_loss", result.final_train_loss);
-  j.set("final_test_loss", result.final_test_loss);
-  j.set("final_test_accuracy", result.final_test_accuracy);
-  j.set("epochs_completed", result.epochs_completed);
-  j.set("steps", result.steps);
-  j.set("time_to_target_s", result.time_to_target_s ? Json(*result.time_to_target_s) : Json());
-  j.set("target_accuracy", config.target_accuracy);
-  j.set("stopped_by", result.stopped_by);
-  j.set("last_checkpoint", result.last_checkpoint.string());
-  Json ranks = Json::array();
-  for (int r = 0; r < world; ++r) {
-    const double* row = all.data() + width * static_cast<std::size_t>(r);
-    Json rj = Json::object();
-    rj.set("rank", r);
-    rj.set("host", hosts[static_cast<std::size_t>(r)]);
-    rj.set("wall_s", row[0]);
-    rj.set("images_per_s", row[0] > 0 ? images / row[0] : 0.0);
-    PhaseTimes p;
-    p.data = row[1];
-    p.forward = row[2];
-    p.backward = row[3];
-    p.allreduce = row[4];
-    p.wait = row[5];
-    p.optimizer = row[6];
-    p.checkpoint = row[7];
-    p.eval = row[8];
-    rj.set("phases_s", p.to_json());
-    rj.set("peak_rss_mb", row[9]);
-    rj.set("mean_cpu_percent", row[10]);
-    rj.set("mb_sent", row[11]);
-    rj.set("mb_received", row[12]);
-    ranks.push(std::move(rj));
-  }
-  j.set("ranks", std::move(ranks));
-  log->write_json("summary.json", j);
 }
 
 }  // namespace ringtrain

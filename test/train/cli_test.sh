@@ -75,10 +75,14 @@ resume_sigterm)
   "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 4096 --epochs 3 --checkpoint-every 3 \
     --run-dir "$work/cut" > "$work/cut.log" 2>&1 &
   launcher=$!
-  for _ in $(seq 1 100); do
+  # Signal once training is under way (the handlers are installed when it starts).
+  steps=0
+  for _ in $(seq 1 300); do
     sleep 0.2
-    [[ $(cat "$work/cut/rank-0.jsonl" 2>/dev/null | grep -c "\"type\":\"step\"") -ge 40 ]] && break
+    steps=$(cat "$work/cut/rank-0.jsonl" 2>/dev/null | grep -c '"type":"step"')
+    (( steps >= 40 )) && break
   done
+  (( steps >= 40 )) || { cat "$work/cut.log" >&2; fail "training did not get under way within 60 s"; }
   # The ranks only (their command line starts with the binary; mpirun's does not).
   pkill -TERM -f "^$bin train.*$work/cut" || fail "no rank to signal"
   wait $launcher || { cat "$work/cut.log" >&2; fail "the signalled run did not exit cleanly"; }
