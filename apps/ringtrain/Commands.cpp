@@ -129,7 +129,8 @@ void Commands::add_train(CLI::App& app) {
       ->capture_default_str();
   t->add_option("--batch-size", c.batch_size, "Batch size per rank")->capture_default_str();
   t->add_option("--global-batch-size", c.global_batch_size,
-                "Global batch size, divided over the ranks (overrides --batch-size; must divide)");
+                "Samples per optimizer step over all ranks and --accumulate micro-batches (overrides --batch-size; must "
+                "divide evenly)");
   t->add_option("--eval-batch-size", c.eval_batch_size, "Evaluation batch per rank (0: max(batch, 256))")
       ->capture_default_str();
   t->add_option("--accumulate", c.accumulate, "Micro-batches whose gradients are summed before one all-reduce")

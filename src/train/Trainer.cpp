@@ -89,11 +89,17 @@ void Trainer::State::setup_local() {
   algo = parse_allreduce_algo(config.allreduce);
 
   if (config.global_batch_size > 0) {
-    if (config.global_batch_size % world != 0) {
-      throw std::invalid_argument(fmt::format("--global-batch-size {} is not divisible by the {} ranks",
-                                              config.global_batch_size, world));
+    // The global batch is what one optimizer step sees: ranks x micro-batches x batch.
+    const int parts = world * config.accumulate;
+    if (config.global_batch_size % parts != 0) {
+      throw std::invalid_argument(
+          config.accumulate == 1
+              ? fmt::format("--global-batch-size {} is not divisible by the {} ranks", config.global_batch_size,
+                            world)
+              : fmt::format("--global-batch-size {} is not divisible by the {} ranks x --accumulate {}",
+                            config.global_batch_size, world, config.accumulate));
     }
-    config.batch_size = config.global_batch_size / world;
+    config.batch_size = config.global_batch_size / parts;
   }
   const int global_batch = config.batch_size * world * config.accumulate;
   if (config.lr_scaling == "linear") {
