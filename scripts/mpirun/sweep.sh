@@ -222,8 +222,13 @@ mkdir -p "$out"
 {
   printf '{"scaling": %s, "model": %s, "dataset": %s, "epochs": %s, "repeats": %s,\n' \
     "$(json_str "$scaling")" "$(json_str "$model")" "$(json_str "$dataset")" "$epochs" "$repeats"
-  printf ' "hostfile": %s, "train_extra": %s, "runs": %s}\n' "$(json_str "$hostfile")" \
-    "$(json_str "${train_extra[*]}")" "$total"
+  # How the runs were launched (paths inside the repository shown relative to it), so a report
+  # can say e.g. that they ran on an emulated cluster with 1 Gbit/s links.
+  repo=$(cd "$here/../.." && pwd)
+  launch="${launcher[*]} ${launch_opts[*]}"
+  printf ' "hostfile": %s, "train_extra": %s, "launch": %s, "runs": %s}\n' \
+    "$(json_str "$hostfile")" "$(json_str "${train_extra[*]}")" \
+    "$(json_str "${launch//$repo\//}")" "$total"
 } >"$out/sweep.json"
 
 interrupted=0

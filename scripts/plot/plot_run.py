@@ -107,7 +107,12 @@ def plot_accuracy(run, out_dir):
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for pts, label, style in series:
         ax.plot(*zip(*pts), style, lw=2, ms=6, label=f"{label} (final {pts[-1][1]:.1f}%)")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    epochs = sorted({e for pts, _, _ in series for e, _ in pts})
+    if len(epochs) == 1:  # one evaluation: the integer locator would tick 0.945, 0.960, ...
+        ax.set_xticks(epochs)
+        ax.set_xlim(epochs[0] - 0.5, epochs[0] + 0.5)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel("accuracy (%)")
     ax.set_title(_title(run, "Accuracy per epoch"))
