@@ -225,10 +225,11 @@ mkdir -p "$out"
   # How the runs were launched (paths inside the repository shown relative to it), so a report
   # can say e.g. that they ran on an emulated cluster with 1 Gbit/s links.
   repo=$(cd "$here/../.." && pwd)
-  launch="${launcher[*]} ${launch_opts[*]}"
-  printf ' "hostfile": %s, "train_extra": %s, "launch": %s, "runs": %s}\n' \
+  launch="${launcher[*]}"
+  printf ' "hostfile": %s, "train_extra": %s, "launcher": %s, "launch_options": %s,\n' \
     "$(json_str "$hostfile")" "$(json_str "${train_extra[*]}")" \
-    "$(json_str "${launch//$repo\//}")" "$total"
+    "$(json_str "${launch//$repo\//}")" "$(json_str "${launch_opts[*]}")"
+  printf ' "runs": %s}\n' "$total"
 } >"$out/sweep.json"
 
 interrupted=0

@@ -182,8 +182,10 @@ def write_report(sweep_dir, rows, plots, path):
         desc.append(f"{meta['epochs']} epoch(s)")
     if meta.get("train_extra"):
         desc.append(f"extra train flags `{meta['train_extra']}`")
-    if meta.get("launch"):
-        desc.append(f"launched with `{meta['launch'].strip()} -np N ...`")
+    if meta.get("launcher"):
+        opts = (meta.get("launch_options") or "").strip()
+        desc.append(f"launched with `{meta['launcher']}`"
+                    + (f" (options `{opts}`)" if opts else ""))
     out.append(", ".join(desc) + ".")
     out.append("")
     out.append(f"{len(rows)} run(s): {len(ok)} succeeded, {len(rows) - len(ok)} did not. "
