@@ -6,6 +6,7 @@
 #   cluster.sh up [--nodes K] [--slots S] [--link-rate 1gbit] [--burst 512kb] [--latency 50ms]
 #                 [--mtu 9000]
 #   cluster.sh run [--np N] [--map-by node] [--dry-run] -- <program> [args...]
+#   cluster.sh run --nodes K [--link-rate R] -np N [run.sh options] -- <ringtrain args...>
 #   cluster.sh status
 #   cluster.sh down
 #
@@ -22,7 +23,7 @@ readonly kHostAddr=10.213.0.254
 readonly kStateDir=${RINGTRAIN_CLUSTER_STATE:-/run/ringtrain-cluster}
 
 usage() {
-  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 die() {
@@ -154,7 +155,38 @@ cmd_status() {
   done
 }
 
+# run.sh's interface on the cluster (docs/experiments.md; what sweep.sh --launcher passes):
+#   cluster.sh run --nodes K [--link-rate R] [run.sh options] -- <ringtrain arguments>
+# --nodes/--link-rate must match the cluster that is up; run.sh gets its hostfile, the
+# same MCA options as below and --no-bind (the emulated nodes share this host's cores).
+cmd_run_sh() {
+  local want_nodes="" want_rate=""
+  while [[ $# -gt 0 ]]; do
+    case $1 in
+      --nodes) want_nodes=$2; shift 2 ;;
+      --link-rate) want_rate=$2; shift 2 ;;
+      *) break ;;
+    esac
+  done
+  require_tools
+  local nodes rate
+  nodes=$(node_count)
+  rate=$(awk '{print $1}' "$kStateDir/link" 2>/dev/null || true)
+  [[ -z $want_nodes || $want_nodes == "$nodes" ]] ||
+    die "run --nodes $want_nodes, but the cluster that is up has $nodes nodes"
+  [[ -z $want_rate || $want_rate == "$rate" ]] ||
+    die "run --link-rate $want_rate, but the cluster that is up has links of $rate"
+  exec "$(dirname "${BASH_SOURCE[0]}")/run.sh" --hostfile "$kStateDir/hostfile" --no-bind \
+    --mca plm_rsh_agent "$kStateDir/netns-agent" --mca plm_rsh_no_tree_spawn 1 \
+    --mca mpi_yield_when_idle 1 --mca orte_startup_timeout "${RINGTRAIN_CLUSTER_STARTUP_TIMEOUT:-60}" \
+    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$kCidr" \
+    --mca oob_tcp_if_include "$kCidr" "$@"
+}
+
 cmd_run() {
+  case ${1:-} in
+    --nodes | --link-rate | -np) cmd_run_sh "$@" ;;
+  esac
   local np="" map_by=node dry=0
   while [[ $# -gt 0 ]]; do
     case $1 in

@@ -41,6 +41,7 @@ Output
   --out DIR              sweep directory (default sweeps/<date>-<time>)
   --dry-run              list the runs and their commands, run nothing
   --no-report            do not write results.csv / report.md at the end
+  --run-reports          also write each run's report.md and plots/ (run_report.py)
   -h, --help             this text
 
 Each run lives in DIR/<name>/ (name from its parameters, e.g. b64-np2-ppn2-ring-ckptoff-r1)
@@ -91,10 +92,12 @@ ckpt_every=1
 out=
 dry_run=0
 report=1
+report_opts=()
 timeout_s=
 launcher=("$here/run.sh")
 launch_opts=()
 hostfile=
+multi_node=0  # a --hostfile or another --launcher (e.g. cluster.sh run) places ranks on nodes
 train_extra=()
 
 posint='^[1-9][0-9]*$'
@@ -122,7 +125,7 @@ while [[ $# -gt 0 ]]; do
         die_usage "--checkpoint-every wants a positive integer"
       ckpt_every=$2; shift 2 ;;
     --hostfile) [[ $# -ge 2 && -n $2 ]] || die_usage "$1 needs a value"
-      hostfile=$2; launch_opts+=(--hostfile "$2"); shift 2 ;;
+      hostfile=$2; multi_node=1; launch_opts+=(--hostfile "$2"); shift 2 ;;
     --threads) [[ $# -ge 2 && $2 =~ $posint ]] || die_usage "--threads wants a positive integer"
       launch_opts+=(--threads "$2"); shift 2 ;;
     --bin) [[ $# -ge 2 && -n $2 ]] || die_usage "$1 needs a value"
@@ -132,12 +135,13 @@ while [[ $# -gt 0 ]]; do
     --mpirun-arg) [[ $# -ge 2 ]] || die_usage "$1 needs a value"
       launch_opts+=(--mpirun-arg "$2"); shift 2 ;;
     --launcher) [[ $# -ge 2 && -n $2 ]] || die_usage "$1 needs a value"
-      read -r -a launcher <<<"$2"; shift 2 ;;
+      read -r -a launcher <<<"$2"; multi_node=1; shift 2 ;;
     --timeout) [[ $# -ge 2 && $2 =~ $posint ]] || die_usage "--timeout wants seconds"
       timeout_s=$2; shift 2 ;;
     --out) [[ $# -ge 2 && -n $2 ]] || die_usage "$1 needs a value"; out=$2; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
     --no-report) report=0; shift ;;
+    --run-reports) report_opts+=(--run-reports); shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; train_extra=("$@"); break ;;
     *) die_usage "unknown option '$1' (train flags go after --)" ;;
@@ -158,9 +162,9 @@ for algo in "${algos[@]}"; do
           eff_ppn=
         else
           ((ppn > np)) && eff_ppn=$np  # more slots per node than ranks: same placement
-          if [[ -z $hostfile ]] && ((eff_ppn < np)); then
-            echo "$prog: note: skipping np=$np ppn=$ppn" \
-              "(needs --hostfile with $(((np + eff_ppn - 1) / eff_ppn)) nodes)" >&2
+          if ((!multi_node && eff_ppn < np)); then
+            echo "$prog: note: skipping np=$np ppn=$ppn (needs --hostfile or a cluster" \
+              "--launcher with $(((np + eff_ppn - 1) / eff_ppn)) nodes)" >&2
             continue
           fi
         fi
@@ -174,7 +178,7 @@ for algo in "${algos[@]}"; do
           fi
           for ((rep = 1; rep <= repeats; rep++)); do
             name_ppn=${eff_ppn:-auto}
-            [[ -z $eff_ppn && -z $hostfile ]] && name_ppn=$np  # every rank on this host
+            [[ -z $eff_ppn ]] && ((!multi_node)) && name_ppn=$np  # every rank on this host
             name="$prefix$b-np$np-ppn$name_ppn-$algo-ckpt$ckpt-r$rep"
             [[ -z ${seen[$name]:-} ]] || continue
             seen[$name]=1
@@ -218,8 +222,14 @@ mkdir -p "$out"
 {
   printf '{"scaling": %s, "model": %s, "dataset": %s, "epochs": %s, "repeats": %s,\n' \
     "$(json_str "$scaling")" "$(json_str "$model")" "$(json_str "$dataset")" "$epochs" "$repeats"
-  printf ' "hostfile": %s, "train_extra": %s, "runs": %s}\n' "$(json_str "$hostfile")" \
-    "$(json_str "${train_extra[*]}")" "$total"
+  # How the runs were launched (paths inside the repository shown relative to it), so a report
+  # can say e.g. that they ran on an emulated cluster with 1 Gbit/s links.
+  repo=$(cd "$here/../.." && pwd)
+  launch="${launcher[*]}"
+  printf ' "hostfile": %s, "train_extra": %s, "launcher": %s, "launch_options": %s,\n' \
+    "$(json_str "$hostfile")" "$(json_str "${train_extra[*]}")" \
+    "$(json_str "${launch//$repo\//}")" "$(json_str "${launch_opts[*]}")"
+  printf ' "runs": %s}\n' "$total"
 } >"$out/sweep.json"
 
 interrupted=0
@@ -263,7 +273,7 @@ for i in "${!names[@]}"; do
   rec_ppn=$ppn
   if [[ $ppn == - ]]; then
     rec_ppn=null
-    [[ -z $hostfile ]] && rec_ppn=$np  # every rank on this host
+    ((multi_node)) || rec_ppn=$np  # every rank on this host
   fi
   {
     printf '{"name": %s, "model": %s, "dataset": %s,\n' \
@@ -294,7 +304,7 @@ for i in "${!names[@]}"; do
 done
 
 if ((report)); then
-  /usr/bin/python3 "$here/sweep_report.py" "$out" || echo "$prog: warning: the report failed" >&2
+  /usr/bin/python3 "$here/sweep_report.py" "${report_opts[@]}" "$out" || echo "$prog: warning: the report failed" >&2
 fi
 ((interrupted)) && exit 130
 ((failures == 0)) || { echo "$prog: $failures of $total run(s) did not succeed" >&2; exit 1; }

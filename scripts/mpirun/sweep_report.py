@@ -3,7 +3,7 @@
 tables: ranks, batch size, network, communication share, checkpoint cost, failures) and
 the sweep plots under plots/.
 
-usage: sweep_report.py SWEEP_DIR
+usage: sweep_report.py SWEEP_DIR [--no-plots] [--run-reports]
 """
 import argparse
 import csv
@@ -11,7 +11,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "plot"))
+import plot_run  # noqa: E402
 import plot_sweep  # noqa: E402
+import run_report  # noqa: E402
 import rundata  # noqa: E402
 import sweepdata  # noqa: E402
 from rundata import fmt  # noqa: E402
@@ -102,7 +104,7 @@ def section_network(ok, keys):
 def section_share(ok, keys):
     groups = sweepdata.aggregate(ok, [k for k, _ in keys])
     header = [t for _, t in keys] + ["All-reduce (% of time)", "of which waiting (%)",
-                                     "Transfer, excl. waiting (%)"]
+                                     "Outside MPI waits (%)"]
     body = []
     for g in groups:
         ar, wt = g.get("allreduce_share"), g.get("wait_share")
@@ -110,7 +112,9 @@ def section_share(ok, keys):
         body.append(grid_cells(g, keys) + [pct(ar), pct(wt), pct(net)])
     return ("## Share of time in all-reduce and waiting\n\nMean over ranks of each rank's "
             "all-reduce time (waiting included, as the trainer logs it) and of its time "
-            "blocked on slower peers, as a share of its wall time.\n\n" + table(header, body))
+            "blocked in MPI waits (*waiting*: on slower peers, and also on the wire when the "
+            "network is the limit; the rest is reducing and copying), as a share of its "
+            "wall time.\n\n" + table(header, body))
 
 
 def section_checkpoint(ok):
@@ -149,12 +153,21 @@ def section_failures(rows):
             + table(["Run", "Status", "Exit code", "Last error", "Log"], body))
 
 
-def section_runs(rows):
-    body = [[r["name"], r.get("status"), fmt(r.get("wall_s"), 2),
-             fmt(r.get("final_train_loss"), 4), pct(r.get("test_accuracy"), 2),
-             fmt(r.get("images_per_s"), 0), fmt(r.get("peak_rss_mb"), 1)] for r in rows]
-    return ("## All runs\n\n" + table(["Run", "Status", "Wall (s)", "Loss", "Accuracy (%)",
-                                        "Images/s", "Peak memory (MB)"], body))
+def section_runs(rows, sweep_dir):
+    # A run's own report (run_report.py, or sweep_report.py --run-reports) when it has one.
+    linked = any(os.path.exists(os.path.join(sweep_dir, r["name"], "report.md")) for r in rows)
+    body = []
+    for r in rows:
+        cells = [r["name"], r.get("status"), fmt(r.get("wall_s"), 2),
+                 fmt(r.get("final_train_loss"), 4), pct(r.get("test_accuracy"), 2),
+                 fmt(r.get("images_per_s"), 0), fmt(r.get("peak_rss_mb"), 1)]
+        if linked:
+            exists = os.path.exists(os.path.join(sweep_dir, r["name"], "report.md"))
+            cells.append(f"[report]({r['name']}/report.md)" if exists else "")
+        body.append(cells)
+    header = ["Run", "Status", "Wall (s)", "Loss", "Accuracy (%)", "Images/s",
+              "Peak memory (MB)"] + (["Run report"] if linked else [])
+    return "## All runs\n\n" + table(header, body)
 
 
 def write_report(sweep_dir, rows, plots, path):
@@ -169,6 +182,10 @@ def write_report(sweep_dir, rows, plots, path):
         desc.append(f"{meta['epochs']} epoch(s)")
     if meta.get("train_extra"):
         desc.append(f"extra train flags `{meta['train_extra']}`")
+    if meta.get("launcher"):
+        opts = (meta.get("launch_options") or "").strip()
+        desc.append(f"launched with `{meta['launcher']}`"
+                    + (f" (options `{opts}`)" if opts else ""))
     out.append(", ".join(desc) + ".")
     out.append("")
     out.append(f"{len(rows)} run(s): {len(ok)} succeeded, {len(rows) - len(ok)} did not. "
@@ -180,7 +197,7 @@ def write_report(sweep_dir, rows, plots, path):
         keys = sweepdata.varying(ok, exclude=("repeat",)) or [("ranks", "Ranks")]
         sections += [section_ranks(ok), section_batch(ok), section_network(ok, keys),
                      section_share(ok, keys), section_checkpoint(ok)]
-    sections += [section_failures(rows), section_runs(rows)]
+    sections += [section_failures(rows), section_runs(rows, sweep_dir)]
     for s in sections:
         if s:
             out += [s, ""]
@@ -188,11 +205,13 @@ def write_report(sweep_dir, rows, plots, path):
         out += ["## Plots", ""]
         titles = {"batch_size": "Accuracy and time against batch size",
                   "ranks": "Accuracy and time against the number of ranks",
-                  "convergence": "Accuracy per epoch and against time, per run"}
+                  "convergence": "Accuracy per epoch and against time, per run",
+                  "time_split": "Each run's time split and MB sent per rank"}
         for kind, p in plots.items():
             rel = os.path.relpath(p, sweep_dir)
             out += [f"![{titles.get(kind, kind)}]({rel})", ""]
-    out += ["Per-run plots and tables: `scripts/plot/run_report.py <run dir>`.", ""]
+    out += ["Per-run plots and tables: `scripts/plot/run_report.py <run dir>` (or "
+            "`sweep_report.py --run-reports`).", ""]
     with open(path, "w") as f:
         f.write("\n".join(out))
 
@@ -201,6 +220,8 @@ def main():
     p = argparse.ArgumentParser(description="Tabulate and plot a sweep directory.")
     p.add_argument("sweep_dir")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--run-reports", action="store_true",
+                   help="also write each run's report.md and plots/ (run_report.py)")
     a = p.parse_args()
     if not os.path.isdir(a.sweep_dir):
         print(f"sweep_report.py: error: '{a.sweep_dir}' is not a directory", file=sys.stderr)
@@ -210,6 +231,15 @@ def main():
         print(f"sweep_report.py: error: no runs in '{a.sweep_dir}' (no subdirectory with "
               "sweep-run.json or config.json)", file=sys.stderr)
         return 1
+    if a.run_reports:
+        for r in rows:
+            run_dir = os.path.join(a.sweep_dir, r["name"])
+            run = rundata.Run(run_dir)
+            if not (run.config or run.records or run.metrics):
+                continue
+            plots = {} if a.no_plots else plot_run.plot_run(run_dir)
+            with open(os.path.join(run_dir, "report.md"), "w") as f:
+                f.write(run_report.build_report(run, plots))
     csv_path = os.path.join(a.sweep_dir, "results.csv")
     write_csv(rows, csv_path)
     plots = {} if a.no_plots else plot_sweep.plot_sweep(

@@ -23,8 +23,8 @@ PHASE_STYLE = [
     ("data", "data loading", "#9ecae1"),
     ("forward", "forward", "#3182bd"),
     ("backward", "backward", "#08519c"),
-    ("allreduce_net", "all-reduce (excl. wait)", "#fd8d3c"),
-    ("wait", "waiting for peers", "#d62728"),
+    ("allreduce_net", "all-reduce outside MPI waits", "#fd8d3c"),
+    ("wait", "blocked in MPI waits\n(slower peers, or the wire\nwhen the network limits)", "#d62728"),
     ("optimizer", "optimizer", "#31a354"),
     ("checkpoint", "checkpoint", "#756bb1"),
     ("eval", "evaluation", "#bdbdbd"),
@@ -55,6 +55,12 @@ def _save(fig, out_dir, name):
 
 def _rank_color(i):
     return plt.get_cmap("tab10")(i % 10)
+
+
+def _rank_style(i):
+    """Line style per rank: ranks with identical curves (a ring's ranks, a parameter
+    server's workers) would otherwise hide each other under the last one drawn."""
+    return ["-", "--", ":", "-."][i % 4]
 
 
 def plot_loss(run, out_dir):
@@ -101,7 +107,12 @@ def plot_accuracy(run, out_dir):
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for pts, label, style in series:
         ax.plot(*zip(*pts), style, lw=2, ms=6, label=f"{label} (final {pts[-1][1]:.1f}%)")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    epochs = sorted({e for pts, _, _ in series for e, _ in pts})
+    if len(epochs) == 1:  # one evaluation: the integer locator would tick 0.945, 0.960, ...
+        ax.set_xticks(epochs)
+        ax.set_xlim(epochs[0] - 0.5, epochs[0] + 0.5)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel("accuracy (%)")
     ax.set_title(_title(run, "Accuracy per epoch"))
@@ -121,11 +132,12 @@ def plot_resources(run, out_dir):
         t = [x.get("t") for x in recs]
         cpu = [x.get("cpu_percent") for x in recs]
         rss = [x.get("rss_mb") for x in recs]
-        ax_cpu.plot(t, cpu, "-", color=_rank_color(r), lw=1.5, label=f"rank {r}")
-        ax_mem.plot(t, rss, "-", color=_rank_color(r), lw=1.5, label=f"rank {r} RSS")
+        ax_cpu.plot(t, cpu, _rank_style(r), color=_rank_color(r), lw=1.5, label=f"rank {r}")
+        ax_mem.plot(t, rss, _rank_style(r), color=_rank_color(r), lw=1.5,
+                    label=f"rank {r} RSS")
         peak = [x.get("peak_rss_mb") for x in recs if x.get("peak_rss_mb") is not None]
         if peak:
-            ax_mem.axhline(max(peak), color=_rank_color(r), ls=":", lw=1,
+            ax_mem.axhline(max(peak), color=_rank_color(r), ls=(0, (1, 3)), lw=1,
                            label=f"rank {r} peak {max(peak):.0f} MB")
     threads = run.config.get("threads_per_rank")
     ax_cpu.set_ylabel("CPU (% of one core)")
@@ -134,7 +146,8 @@ def plot_resources(run, out_dir):
         title += f" ({threads} thread{'s' if threads != 1 else ''}/rank, 100% = one core)"
     ax_cpu.set_title(_title(run, title))
     ax_cpu.set_ylim(bottom=0)
-    ax_mem.set_ylim(bottom=0)
+    # Headroom above the highest RSS / peak: flat memory lines otherwise sit on the frame.
+    ax_mem.set_ylim(0, ax_mem.get_ylim()[1] * 1.15)
     ax_mem.set_ylabel("resident memory (MB)")
     ax_mem.set_xlabel("time since training start (s)")
     for ax in (ax_cpu, ax_mem):
@@ -155,10 +168,10 @@ def plot_network(run, out_dir):
     fig, axes = plt.subplots(2, 1, figsize=(8, 6.5), sharex=True, sharey=True)
     for r, recs in per_rank.items():
         t = [x.get("t") for x in recs]
-        axes[0].plot(t, [x.get("net_send_mbps") for x in recs], "-", color=_rank_color(r),
-                     lw=1.6, label=f"rank {r}")
-        axes[1].plot(t, [x.get("net_recv_mbps") for x in recs], "-", color=_rank_color(r),
-                     lw=1.6, label=f"rank {r}")
+        axes[0].plot(t, [x.get("net_send_mbps") for x in recs], _rank_style(r),
+                     color=_rank_color(r), lw=1.6, label=f"rank {r}")
+        axes[1].plot(t, [x.get("net_recv_mbps") for x in recs], _rank_style(r),
+                     color=_rank_color(r), lw=1.6, label=f"rank {r}")
     axes[0].set_title(_title(run, "Network traffic per rank (all-reduce payload)"))
     axes[0].set_ylabel("sent (MB/s)")
     axes[1].set_ylabel("received (MB/s)")

@@ -4,6 +4,9 @@ the number of ranks, one line per combination of the other grid parameters (mean
 repeats, the error bars one standard deviation), and each run's accuracy per epoch and
 against wall time (convergence, time to accuracy).
 
+Also each run's time split (compute, all-reduce, MPI waits; mean over ranks) next to the MB
+each rank sent: the picture of parameter server vs ring and of a slow network.
+
 usage: plot_sweep.py SWEEP_DIR [--out DIR]   (default DIR: SWEEP_DIR/plots)
 """
 import argparse
@@ -56,7 +59,10 @@ def plot_against(rows, x_key, x_label, out_path, title):
     scaling = ok[0].get("scaling") or "weak"
     batch_word = "global" if scaling == "strong" else "per-rank"
     fig, (ax_acc, ax_t) = plt.subplots(1, 2, figsize=(11, 4.6))
-    for i, (skey, pts) in enumerate(sorted(series.items(), key=lambda kv: str(kv[0]))):
+    # Numeric order (32, 64, ..., 1024), not the order of the strings ("1024" < "32").
+    ordered = sorted(series.items(),
+                     key=lambda kv: tuple(sweepdata._sort_key(v) for v in kv[0]))
+    for i, (skey, pts) in enumerate(ordered):
         pts.sort(key=lambda g: g[x_key])
         x = [g[x_key] for g in pts]
         label = _series_label(dict(zip(other_keys, skey)), others, batch_word)
@@ -93,14 +99,24 @@ def plot_against(rows, x_key, x_label, out_path, title):
                    fontsize=9, frameon=False)
     model = ok[0].get("model") or ""
     dataset = ok[0].get("dataset") or ""
-    fig.suptitle(f"{title}\n{model} on {dataset}, {scaling} scaling".strip())
+    fig.suptitle(f"{title}\n{model} on {dataset}, {scaling} scaling{_epochs_note(ok)}".strip())
     fig.tight_layout(rect=(0, 0.08 if len(handles) > 1 or others else 0, 1, 1))
     fig.savefig(out_path, dpi=DPI)
     plt.close(fig)
     return out_path
 
 
+def _epochs_note(rows):
+    """', N epochs' when every run trained the same number of epochs (what the time is of)."""
+    epochs = {r.get("epochs_completed") for r in rows}
+    if len(epochs) != 1 or None in epochs:
+        return ""
+    (n,) = epochs
+    return f", {n} epoch{'s' if n != 1 else ''} per run"
+
+
 MAX_CURVES = 12
+LINESTYLES = ["-", "--", ":", "-."]
 
 
 def plot_convergence(rows, sweep_dir, out_path):
@@ -113,17 +129,30 @@ def plot_convergence(rows, sweep_dir, out_path):
     scaling = ok[0].get("scaling") or "weak"
     batch_word = "global" if scaling == "strong" else "per rank"
     fig, (ax_e, ax_t) = plt.subplots(1, 2, figsize=(11, 4.8), sharey=True)
-    drawn = 0
+    # Two varying parameters (e.g. batch size and ranks): colour and marker by the first,
+    # line style by the second, so runs sharing a value read as one family.
+    styled = len(others) == 2 and len({str(r.get(others[1][0])) for r in ok}) <= len(LINESTYLES)
+    if styled:
+        firsts = sorted({r.get(others[0][0]) for r in ok}, key=sweepdata._sort_key)
+        seconds = sorted({r.get(others[1][0]) for r in ok}, key=sweepdata._sort_key)
+    drawn = most_points = 0
     for i, r in enumerate(ok):
         series = rundata.Run(os.path.join(sweep_dir, r["name"])).epoch_series()
         pts = [(m.get("epoch"), m.get("elapsed_s"), m.get("test_accuracy")) for m in series]
         pts = [p for p in pts if p[0] is not None and p[2] is not None]
         if not pts:
             continue
+        most_points = max(most_points, len(pts))
         label = _series_label(r, others, batch_word) if others else r["name"]
-        color = plt.get_cmap("tab10")(i % 10)
-        ls = "-" if i < 10 else "--"
-        m = MARKERS[i % len(MARKERS)]
+        if styled:
+            ci = firsts.index(r.get(others[0][0]))
+            color = plt.get_cmap("tab10")(ci % 10)
+            ls = LINESTYLES[seconds.index(r.get(others[1][0]))]
+            m = MARKERS[ci % len(MARKERS)]
+        else:
+            color = plt.get_cmap("tab10")(i % 10)
+            ls = "-" if i < 10 else "--"
+            m = MARKERS[i % len(MARKERS)]
         ax_e.plot([p[0] for p in pts], [100 * p[2] for p in pts], m + ls, color=color,
                   lw=1.8, ms=5, label=label)
         timed = [p for p in pts if p[1] is not None]
@@ -131,7 +160,7 @@ def plot_convergence(rows, sweep_dir, out_path):
             ax_t.plot([p[1] for p in timed], [100 * p[2] for p in timed], m + ls,
                       color=color, lw=1.8, ms=5)
         drawn += 1
-    if drawn < 2:
+    if drawn < 2 or most_points < 2:  # one evaluation per run: no curve to compare
         plt.close(fig)
         return None
     ax_e.set_xlabel("epoch")
@@ -155,6 +184,77 @@ def plot_convergence(rows, sweep_dir, out_path):
     return out_path
 
 
+# Parts of a run's time in plot_time_split, from plot_run.phase_breakdown's keys.
+SPLIT = [("compute", ("data", "forward", "backward", "optimizer"),
+          "compute (data, forward, backward, optimizer)", "#3182bd"),
+         ("allreduce_net", ("allreduce_net",), "all-reduce outside MPI waits", "#fd8d3c"),
+         ("wait", ("wait",), "blocked in MPI waits (slower peers, or the wire)", "#d62728"),
+         ("rest", ("eval", "checkpoint", "other"), "evaluation, checkpoints, other", "#bdbdbd")]
+
+
+def plot_time_split(rows, sweep_dir, out_path):
+    """Per run (first repeat): wall time split into SPLIT (mean over ranks), and MB sent
+    by each rank. None without a multi-rank run or with too many runs to read."""
+    import plot_run  # here: plot_run imports matplotlib's pyplot too, only needed now
+
+    ok = [r for r in rows if r.get("status") == "ok" and (r.get("repeat") or 1) == 1]
+    if not ok or len(ok) > MAX_CURVES or not any((r.get("ranks") or 1) > 1 for r in ok):
+        return None
+    others = sweepdata.varying(ok, exclude=("repeat",))
+    scaling = ok[0].get("scaling") or "weak"
+    batch_word = "global" if scaling == "strong" else "per rank"
+    labels, splits, sent = [], [], []
+    for r in ok:
+        ranks = rundata.Run(os.path.join(sweep_dir, r["name"])).summary()["ranks"]
+        parts = [plot_run.phase_breakdown(x) for x in ranks if x.get("wall_s")]
+        if not parts:
+            continue
+        splits.append({k: sum(sum(p.get(s, 0.0) for s in keys) for p in parts) / len(parts)
+                       for k, keys, _, _ in SPLIT})
+        sent.append([x.get("mb_sent") for x in ranks])
+        labels.append(_series_label(r, others, batch_word) if others else r["name"])
+    if not labels:
+        return None
+    n = len(labels)
+    fig, (ax_t, ax_mb) = plt.subplots(1, 2, figsize=(12, 2.6 + 0.55 * n),
+                                      gridspec_kw={"width_ratios": [3, 2]}, sharey=True)
+    ys = list(range(n))[::-1]  # first run on top
+    left = [0.0] * n
+    for key, _, label, color in SPLIT:
+        vals = [s[key] for s in splits]
+        ax_t.barh(ys, vals, left=left, color=color, edgecolor="#555555", lw=0.5, height=0.6,
+                  label=label)
+        left = [a + b for a, b in zip(left, vals)]
+    for y, total in zip(ys, left):
+        ax_t.text(total, y, f" {total:.1f} s", va="center", fontsize=9)
+    ax_t.set_xlim(0, max(left) * 1.15 if max(left) > 0 else 1)
+    ax_t.set_yticks(ys)
+    ax_t.set_yticklabels(labels)
+    ax_t.set_xlabel("wall time per rank (s, mean over ranks)")
+    ax_t.set_title("Where the time went")
+    width = max(len(s) for s in sent)
+    h = 0.7 / width
+    for k in range(width):
+        vals = [s[k] if k < len(s) and s[k] is not None else 0.0 for s in sent]
+        ax_mb.barh([y + 0.35 - h * (k + 0.5) for y in ys], vals, height=h,
+                   color=plt.get_cmap("tab10")(k % 10), label=f"rank {k}")
+    ax_mb.set_xlabel("MB sent during training")
+    ax_mb.set_title("Traffic per rank (rank 0 on top)")
+    for ax in (ax_t, ax_mb):
+        ax.grid(axis="x", alpha=0.3)
+    # Ranks are told apart in their own panel; the phases' legend goes under both.
+    ax_mb.legend(fontsize=8, loc="lower right")
+    handles, names = ax_t.get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=2, fontsize=9, frameon=False)
+    legend_rows = (len(handles) + 1) // 2
+    fig.suptitle(f"Time and traffic of each run\n{ok[0].get('model') or ''} on "
+                 f"{ok[0].get('dataset') or ''}, {scaling} scaling{_epochs_note(ok)}")
+    fig.tight_layout(rect=(0, (0.1 + 0.25 * legend_rows) / fig.get_figheight(), 1, 1))
+    fig.savefig(out_path, dpi=DPI)
+    plt.close(fig)
+    return out_path
+
+
 def plot_sweep(rows, out_dir, sweep_dir=None):
     os.makedirs(out_dir, exist_ok=True)
     made = {}
@@ -171,6 +271,9 @@ def plot_sweep(rows, out_dir, sweep_dir=None):
         p = plot_convergence(rows, sweep_dir, os.path.join(out_dir, "convergence.png"))
         if p:
             made["convergence"] = p
+        p = plot_time_split(rows, sweep_dir, os.path.join(out_dir, "time_split.png"))
+        if p:
+            made["time_split"] = p
     return made
 
 

@@ -83,8 +83,11 @@ def build_report(run, plots):
                              f"{v:.2f} ({100 * v / wall:.0f}%)")
             body.append(cells)
         out += ["## Where the time went (seconds, share of the rank's wall time)", "",
-                "All-reduce excludes the time spent waiting for slower peers, which has its "
-                "own column; *other* is wall time no phase accounts for (start-up, logging).",
+                "*Waiting* is the time the rank was blocked in MPI waits inside the all-reduce: "
+                "waiting for slower peers, and also the transfer itself when the network is the "
+                "limit (a balanced ring on a slow link shows most of its all-reduce here). "
+                "*All-reduce* is the rest of the all-reduce (reducing, copying, posting "
+                "messages); *other* is wall time no phase accounts for (start-up, logging).",
                 "", table(["Rank", "Host", "Wall (s)", "Data", "Forward", "Backward",
                            "All-reduce", "Waiting", "Optimizer", "Checkpoint", "Eval",
                            "Other"], body), ""]

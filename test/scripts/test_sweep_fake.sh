@@ -3,7 +3,8 @@
 # test/scripts/fake_ringtrain.py standing in for the trainer: the grid's runs and their
 # directories, a failing run recorded while the sweep goes on, results.csv/report.md at the
 # end, re-running skips finished runs and retries the failed one, strong scaling passes
-# batch/np per rank and refuses a remainder, --dry-run runs nothing.
+# batch/np per rank and refuses a remainder, --dry-run runs nothing, a --launcher places
+# ranks on nodes, --run-reports writes and links each run's report.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 sweep=$here/../../scripts/mpirun/sweep.sh
@@ -96,6 +97,30 @@ for bad in "--ranks 0" "--allreduce tree" "--checkpoint maybe" "--scaling linear
   "$sweep" $bad --out "$tmp/x" >/dev/null 2>&1
   [[ $? -eq 2 ]] || fail "sweep.sh $bad should exit 2"
 done
+
+# 6. With a --launcher (an emulated or real cluster) ranks per node below the rank count are
+#    placed by the launcher, not skipped as they are on this host alone.
+lst=$("$sweep" --dry-run --ranks 2 --ppn 1 --bin "$fake" --out "$tmp/dry" 2>&1)
+grep -q 'skipping np=2 ppn=1' <<<"$lst" || fail "np 2 ppn 1 on this host alone must be skipped"
+printf '#!/bin/sh\nexit 0\n' >"$tmp/launcher.sh"
+chmod +x "$tmp/launcher.sh"
+lst=$("$sweep" --dry-run --ranks 2 --ppn 1 --launcher "$tmp/launcher.sh --nodes 2" --bin "$fake" \
+  --out "$tmp/dry" 2>&1)
+grep -q "b64-np2-ppn1-ring-ckptoff-r1" <<<"$lst" || fail "a launcher places np 2 at ppn 1"
+grep -q -- "$tmp/launcher.sh --nodes 2 -np 2 --ppn 1 " <<<"$lst" ||
+  fail "the launcher gets its own arguments, then -np and --ppn: $lst"
+
+# 7. --run-reports: each run's report.md and plots, linked from the sweep's report; the
+#    sweep's time split plot once a run has several ranks.
+"$sweep" --batch-sizes 32 --ranks 1,2 --bin "$fake" --out "$tmp/rr" --run-reports \
+  -- --max-steps 5 >"$tmp/log7" 2>&1 || fail "the --run-reports sweep failed: $(tail -3 "$tmp/log7")"
+for name in b32-np1-ppn1-ring-ckptoff-r1 b32-np2-ppn2-ring-ckptoff-r1; do
+  [[ -f $tmp/rr/$name/report.md && -f $tmp/rr/$name/plots/phases.png ]] ||
+    fail "$name: no run report or phases.png"
+  grep -q "\[report\]($name/report.md)" "$tmp/rr/report.md" || fail "$name: report not linked"
+done
+[[ -f $tmp/rr/plots/time_split.png ]] || fail "no plots/time_split.png"
+grep -q '(plots/time_split.png)' "$tmp/rr/report.md" || fail "time_split.png not in report.md"
 
 if ((fails)); then
   echo "test_sweep_fake: $fails failure(s)"
