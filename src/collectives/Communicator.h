@@ -51,7 +51,9 @@ class Communicator {
   // Cumulative payload bytes this rank sent / received in collectives.
   virtual std::uint64_t bytes_sent() const = 0;
   virtual std::uint64_t bytes_received() const = 0;
-  // Cumulative seconds this rank spent blocked waiting for peers inside allreduce.
+  // Cumulative seconds this rank spent blocked in MPI waits inside allreduce: waiting for
+  // slower peers and for the transfer itself (on a slow network most of a balanced ring's
+  // time), but not the local reduction or copies made outside MPI.
   virtual double wait_seconds() const = 0;
 
   virtual std::string host_name() const = 0;
