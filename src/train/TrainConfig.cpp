@@ -35,6 +35,9 @@ void TrainConfig::validate() const {
   require(checkpoint_every >= 0, "--checkpoint-every must be >= 0");
   require(checkpoint_every_steps >= 0, "--checkpoint-every-steps must be >= 0");
   require(keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
+  require(resume != "auto" || !run_dir.empty() || !checkpoint_dir.empty(),
+          "--resume auto looks in the checkpoint directory of this run, and the default run directory is new "
+          "every time: also pass --run-dir (or --checkpoint-dir) of the run to continue");
 }
 
 Json TrainConfig::to_json() const {
