@@ -3,10 +3,12 @@
 # needs, and only those that are missing, so a second run is fast and silent.
 set -euo pipefail
 
+# ocl-icd-opencl-dev is only a Recommends of libdnnl-dev, but Debian's dnnl CMake config
+# requires OpenCL, and we install without recommends.
 packages=(
   build-essential cmake pkg-config git
   libopenmpi-dev openmpi-bin
-  libdnnl-dev libeigen3-dev libcli11-dev catch2 zlib1g-dev libfmt-dev
+  libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libcli11-dev catch2 zlib1g-dev libfmt-dev
   dataset-fashion-mnist
   python3 python3-matplotlib procps
 )
