@@ -45,6 +45,11 @@ assert cfg["world_size"] == 2 and len(cfg["hosts"]) == 2 and cfg["global_batch_s
 assert "mpi" in cfg["versions"] and "onednn" in cfg["versions"]
 rows = list(csv.DictReader(open(d / "metrics.csv")))
 assert [int(r["epoch"]) for r in rows] == [1, 2], rows
+# The model learns: 32 steps on the learnable synthetic set lower the training loss from
+# chance level (ln 10 = 2.30) and lift test accuracy far above chance (0.1).
+first_loss = json.loads(open(d / "rank-0.jsonl").readline())["loss"]
+assert float(rows[1]["train_loss"]) < 0.5 * float(rows[0]["train_loss"]) < first_loss, (first_loss, rows)
+assert float(rows[1]["test_accuracy"]) >= 0.9, rows
 assert all(0.0 <= float(r["test_accuracy"]) <= 1.0 for r in rows)
 for r in (0, 1):
     recs = [json.loads(l) for l in open(d / f"rank-{r}.jsonl")]
