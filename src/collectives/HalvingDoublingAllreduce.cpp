@@ -82,10 +82,8 @@ void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size));
   const std::size_t count = data.size();
   const float scale = 1.0f / static_cast<float>(size);
-  if (size == 1 || count == 0) {
-    if (mean && size > 1) scale_in_place(data.data(), count, scale);
-    return;
-  }
+  // One rank or nothing to reduce: the sum and the mean are the data itself.
+  if (size == 1 || count == 0) return;
   int pof2 = 1;
   while (pof2 * 2 <= size) pof2 *= 2;
   const int rem = size - pof2;

@@ -27,10 +27,8 @@ void parameter_server_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size));
   const std::size_t count = data.size();
   const float scale = 1.0f / static_cast<float>(size);
-  if (size == 1 || count == 0) {
-    if (mean && size > 1) scale_in_place(data.data(), count, scale);
-    return;
-  }
+  // One rank or nothing to reduce: the sum and the mean are the data itself.
+  if (size == 1 || count == 0) return;
   const std::size_t chunk = std::min<std::size_t>(
       std::max<std::size_t>(1, tuning.ps_chunk_bytes / sizeof(float)), std::size_t{1} << 30);
   const std::size_t chunks = (count + chunk - 1) / chunk;

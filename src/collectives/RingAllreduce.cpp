@@ -211,10 +211,8 @@ void ring_allreduce(MPI_Comm comm, std::span<float> data, bool mean, const Allre
                     std::vector<float>& scratch, TrafficStats& stats) {
   int size = 1;
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size));
-  if (size == 1 || data.empty()) {
-    if (mean && size > 1) scale_in_place(data.data(), data.size(), 1.0f / static_cast<float>(size));
-    return;
-  }
+  // One rank or nothing to reduce: the sum and the mean are the data itself.
+  if (size == 1 || data.empty()) return;
   RingRun(comm, data, mean, tuning, scratch, stats).run();
 }
 
