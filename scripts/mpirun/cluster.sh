@@ -13,17 +13,31 @@
 # Addresses: 10.213.0.(i+1)/24 for rt-node<i>, 10.213.0.254 for the root namespace's end of
 # the bridge (mpirun runs there and its daemons call back to it). Nothing outside the
 # namespaces, veths and bridge this script creates is changed; `down` removes all of it.
+#
+# Several clusters can be up at once (two experiments side by side): RINGTRAIN_CLUSTER_ID=k
+# (1..250) names everything of cluster k apart, rt<k>-node<i> on 10.213.k.0/24 with its own
+# bridge, veths and state directory; unset (or 0) is the cluster described above.
 set -euo pipefail
 
-readonly kPrefix=rt-node
-readonly kBridge=rt-br0
-readonly kSubnet=10.213.0
-readonly kCidr=10.213.0.0/24
-readonly kHostAddr=10.213.0.254
-readonly kStateDir=${RINGTRAIN_CLUSTER_STATE:-/run/ringtrain-cluster}
+readonly kId=${RINGTRAIN_CLUSTER_ID:-0}
+[[ $kId =~ ^[0-9]+$ && $kId -le 250 ]] || { echo "cluster.sh: RINGTRAIN_CLUSTER_ID must be 0..250 (got '$kId')" >&2; exit 2; }
+if [[ $kId -eq 0 ]]; then
+  readonly kTag=rt
+  readonly kDefaultState=/run/ringtrain-cluster
+else
+  readonly kTag=rt$kId
+  readonly kDefaultState=/run/ringtrain-cluster-$kId
+fi
+readonly kPrefix=$kTag-node
+readonly kVeth=$kTag-veth
+readonly kBridge=$kTag-br0
+readonly kSubnet=10.213.$kId
+readonly kCidr=$kSubnet.0/24
+readonly kHostAddr=$kSubnet.254
+readonly kStateDir=${RINGTRAIN_CLUSTER_STATE:-$kDefaultState}
 
 usage() {
-  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
 }
 
 die() {
@@ -84,7 +98,7 @@ cmd_up() {
   ip link set "$kBridge" up
   : >"$kStateDir/hostfile"
   for ((i = 0; i < nodes; i++)); do
-    local ns=$kPrefix$i host_if=rt-veth$i
+    local ns=$kPrefix$i host_if=$kVeth$i
     ip netns add "$ns"
     ip link add "$host_if" type veth peer name eth0 netns "$ns"
     ip link set "$host_if" mtu "$mtu"
@@ -101,16 +115,16 @@ cmd_up() {
   done
 
   # The rsh agent: Open MPI runs `<agent> <host> <orted command line>` as it would ssh.
-  cat >"$kStateDir/netns-agent" <<'AGENT'
+  cat >"$kStateDir/netns-agent" <<AGENT
 #!/bin/sh
 # Open MPI plm_rsh_agent: run the command in the network namespace named by the host.
-host=$1
+host=\$1
 shift
-case $host in
-  rt-node[0-9]*) ;;
-  *) echo "netns-agent: unknown host '$host' (expected rt-node<i>)" >&2; exit 255 ;;
+case \$host in
+  $kPrefix[0-9]*) ;;
+  *) echo "netns-agent: unknown host '\$host' (expected $kPrefix<i>)" >&2; exit 255 ;;
 esac
-exec ip netns exec "$host" /bin/sh -c "$*"
+exec ip netns exec "\$host" /bin/sh -c "\$*"
 AGENT
   chmod 755 "$kStateDir/netns-agent"
   echo "$rate $burst $latency mtu $mtu" >"$kStateDir/link"
@@ -130,7 +144,7 @@ cmd_down() {
     ip netns del "$ns" 2>/dev/null || true
   done
   local link
-  for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E '^rt-veth[0-9]+$' || true); do
+  for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^$kVeth[0-9]+$" || true); do
     ip link del "$link" 2>/dev/null || true
   done
   ip link show "$kBridge" >/dev/null 2>&1 && ip link del "$kBridge"
@@ -151,7 +165,7 @@ cmd_status() {
     local ns=$kPrefix$i
     echo "== $ns: $(ip netns exec "$ns" ip -4 -o addr show dev eth0 | awk '{print $4}')"
     ip netns exec "$ns" tc -s qdisc show dev eth0 | sed 's/^/   up:   /'
-    tc -s qdisc show dev "rt-veth$i" | sed 's/^/   down: /'
+    tc -s qdisc show dev "$kVeth$i" | sed 's/^/   down: /'
   done
 }
 
