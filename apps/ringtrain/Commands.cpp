@@ -217,6 +217,8 @@ void Commands::add_local(CLI::App& app) {
 
 bool Commands::needs_mpi() const { return train_->parsed() || eval_->parsed(); }
 
+bool Commands::stops_on_signal() const { return train_->parsed(); }
+
 int Commands::run_local() {
   if (models_->parsed()) {
     fmt::print("{:<10} {:>10} {:>14} {:>12}  {}\n", "model", "input", "params", "MFLOP/image", "description");
