@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/Random.h"
+#include "train/StopSignals.h"
 #include "train/Trainer.h"
 
 namespace ringtrain {
