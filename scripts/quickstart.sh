@@ -10,7 +10,10 @@ build=${RINGTRAIN_BUILD_DIR:-$root/build}
 np=${RINGTRAIN_NP:-2}
 cores=$(nproc)
 threads=$(( cores / np > 0 ? cores / np : 1 ))
-mpi_args=(-np "$np" -x OMP_NUM_THREADS="$threads" --bind-to none)
+# Ctrl-C: mpirun passes SIGINT on to the ranks as SIGTERM after odls_base_sigkill_timeout
+# seconds and SIGKILLs them as long again (1 s by default, too short for the step and its
+# checkpoint); 10 s keeps Ctrl-C prompt and leaves them time.
+mpi_args=(-np "$np" -x OMP_NUM_THREADS="$threads" --bind-to none --mca odls_base_sigkill_timeout 10)
 if [[ $(id -u) -eq 0 ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi

@@ -28,7 +28,9 @@ Placement
 Environment
   --env NAME[=VALUE]     also export NAME to every rank (repeatable)
 Pass-through to mpirun
-  --mca NAME VALUE       add `--mca NAME VALUE` (repeatable)
+  --mca NAME VALUE       add `--mca NAME VALUE` (repeatable); odls_base_sigkill_timeout is 30
+                         unless given here or in the environment, so a SIGTERM to mpirun
+                         leaves the ranks time to checkpoint (Open MPI's default is 1 s)
   --mpirun-arg ARG       add one raw argument to mpirun (repeatable, order kept)
   --mpirun PATH          mpirun executable (default: $MPIRUN or mpirun)
 Program
@@ -40,6 +42,10 @@ Binding: with P ranks per node and T threads each, P*T <= cores gives
   --map-by ppr:P:node:PE=T --bind-to core   (OMP_PROC_BIND=close, OMP_PLACES=cores)
 otherwise (or with --no-bind) --map-by ppr:P:node --bind-to none, and --oversubscribe
 when P exceeds the cores of a node. Exit codes: mpirun's, 2 for a usage error.
+
+Stopping: SIGTERM or SIGINT (Ctrl-C) to this script is passed to mpirun as SIGUSR2, which
+mpirun forwards to every rank at once; ringtrain stops inside its step, checkpoints the
+last completed step and exits 0.
 EOF
 }
 
@@ -177,6 +183,12 @@ else
   cmd+=(--map-by "ppr:$ppn:node" --bind-to none)
 fi
 ((oversubscribed)) && cmd+=(--oversubscribe)
+# Open MPI forwards SIGTERM/SIGINT to the ranks and SIGKILLs them odls_base_sigkill_timeout
+# seconds later (1 by default): too soon for ringtrain to finish its step and write the
+# checkpoint. 30 s, unless the caller chose a value (--mpirun-arg or the environment).
+if [[ " ${extra[*]} " != *" odls_base_sigkill_timeout "* && -z ${OMPI_MCA_odls_base_sigkill_timeout:-} ]]; then
+  cmd+=(--mca odls_base_sigkill_timeout 30)
+fi
 
 # Every rank gets the same thread count; pinned OpenMP threads only make sense inside a
 # rank's own cores, so OMP_PROC_BIND/OMP_PLACES are set only when ranks are bound.
@@ -224,4 +236,17 @@ if ((${#root_env[@]})); then
   export "${root_env[@]}"
 fi
 export OMP_NUM_THREADS="$threads"
-exec "${cmd[@]}"
+# A SIGTERM or SIGINT to this script (kill, Ctrl-C, a scheduler) becomes SIGUSR2 to mpirun,
+# which forwards it to every rank at once: ringtrain stops inside the step, writes its
+# checkpoint and exits 0, and so does this script. (mpirun's own handling of SIGTERM sends
+# the ranks SIGCONT, their SIGTERM only odls_base_sigkill_timeout seconds later and SIGKILL
+# as long again, and exits 1.) setsid keeps the terminal's Ctrl-C away from mpirun itself.
+setsid "${cmd[@]}" </dev/null &
+mpirun_pid=$!
+trap 'kill -USR2 "$mpirun_pid" 2>/dev/null' TERM INT
+while :; do
+  status=0
+  wait "$mpirun_pid" || status=$?
+  kill -0 "$mpirun_pid" 2>/dev/null || break  # else wait was interrupted by the trap
+done
+exit "$status"

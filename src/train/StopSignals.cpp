@@ -23,6 +23,11 @@ sigset_t stop_signal_set() {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  // SIGUSR2 too: mpirun forwards it to every rank at once, whereas on SIGTERM/SIGINT it
+  // sends SIGCONT, then SIGTERM only after odls_base_sigkill_timeout seconds, then SIGKILL
+  // after as many again, and exits 1 whatever the ranks do. scripts/mpirun/run.sh turns a
+  // SIGTERM/SIGINT it receives into SIGUSR2 to mpirun.
+  sigaddset(&set, SIGUSR2);
   return set;
 }
 
@@ -33,7 +38,7 @@ void take_stop_signals_in_thread() {
   std::call_once(once, [] {
     const sigset_t set = stop_signal_set();
     if (const int err = pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
-      throw std::runtime_error(std::string("cannot block SIGTERM/SIGINT: ") + std::strerror(err));
+      throw std::runtime_error(std::string("cannot block SIGTERM/SIGINT/SIGUSR2: ") + std::strerror(err));
     }
     // Detached: it waits for the process's whole life; exit() does not wait for it. Every
     // later signal sets the flag again, which is harmless: the loop stops once.

@@ -1,4 +1,5 @@
-// SIGTERM and SIGINT as a stop request that the training loop polls between steps, taken by
+// SIGTERM, SIGINT and SIGUSR2 (what mpirun forwards at once) as a stop request that the
+// training loop polls inside each step, taken by
 // one dedicated thread so that no signal handler ever runs on a compute thread's stack.
 //
 // Why not a handler: oneDNN 2.6.3's AVX-512 jit GEMM (Linear's inner product) points the
@@ -10,7 +11,7 @@
 
 namespace ringtrain {
 
-// Blocks SIGTERM and SIGINT in the calling thread, and so in every thread it starts from
+// Blocks SIGTERM, SIGINT and SIGUSR2 in the calling thread, and so in every thread it starts from
 // then on (OpenMP workers, MPI's progress threads inherit the mask), and starts one thread
 // that takes them with sigwait() and sets the stop flag. Call it first in main(), before
 // MPI_Init and before any other thread exists. Calling it again does nothing.

@@ -38,6 +38,15 @@ expect_has "$line" "mpirun -np 2 " "--map-by ppr:2:node:PE=2 --bind-to core" \
   "-x OMP_NUM_THREADS=2" "-x OMP_PROC_BIND=close" "-x OMP_PLACES=cores" \
   "build/apps/ringtrain train --model lenet5 --epochs 1"
 expect_not "$line" "--oversubscribe" "--hostfile"
+# SIGTERM to mpirun must leave the ranks time for their checkpoint (not Open MPI's 1 s)...
+expect_has "$line" "--mca odls_base_sigkill_timeout 30"
+# ...unless the caller chose the value.
+line=$("$run" --dry-run --cores-per-node 4 -np 2 --mpirun-arg --mca --mpirun-arg odls_base_sigkill_timeout \
+  --mpirun-arg 90 train)
+expect_has "$line" "--mca odls_base_sigkill_timeout 90"
+expect_not "$line" "odls_base_sigkill_timeout 30"
+line=$(OMPI_MCA_odls_base_sigkill_timeout=5 "$run" --dry-run --cores-per-node 4 -np 2 train)
+expect_not "$line" "odls_base_sigkill_timeout"
 if [[ $(id -u) -eq 0 ]]; then
   [[ $line == "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun "* ]] ||
     fail "as root the line must start with the Open MPI root variables: $line"

@@ -25,6 +25,7 @@ expect_fail() {  # expect_fail <log> <expected exit: nonzero|2> <pattern> <ranks
     grep -qE "ringtrain: \[rank $r\] error: .*$pattern" "$log" || { cat "$log" >&2; fail "rank $r did not report '$pattern'"; }
   done
 }
+step_records() { local n; n=$(grep -c '"type":"step"' "$1" 2>/dev/null); echo "${n:-0}"; }
 params_crc() { "$bin" inspect "$1" | $py -c 'import json,sys; print(json.load(sys.stdin)["sections"]["params_crc32"])'; }
 
 case $case_name in
@@ -155,6 +156,42 @@ PY
     "$bin" inspect "$ck" > /dev/null || fail "run $i: checkpoint $ck does not load"
     grep -q '"stopped_by": *"signal"' "$work/s$i/summary.json" || fail "run $i: summary does not say stopped by signal"
   done
+  ;;
+sigterm_mpirun_slow)
+  # SIGTERM to the launcher (kill, Slurm preemption) while steps take longer than Open MPI's
+  # 1 s odls_base_sigkill_timeout: run.sh passes it to mpirun as SIGUSR2, which mpirun
+  # forwards at once, and the ranks stop inside their step, checkpoint the last completed
+  # step and exit 0. (SIGTERM to a bare mpirun reaches the ranks only after that timeout,
+  # SIGKILL follows as long after, and mpirun exits 1 whatever the ranks do.)
+  run_sh=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts/mpirun" && pwd)/run.sh
+  "$run_sh" --bin "$bin" -np 2 --threads 1 --no-bind -- train --model vgg11 --dataset synthetic \
+    --synthetic-shape 3x32x32 --synthetic-train 4096 --synthetic-test 64 --batch-size 64 --epochs 1 --quiet \
+    --run-dir "$work/slow" > "$work/slow.log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 600); do
+    (( $(step_records "$work/slow/rank-0.jsonl") >= 1 )) && break
+    sleep 0.2
+  done
+  (( $(step_records "$work/slow/rank-0.jsonl") >= 1 )) \
+    || { kill -KILL $launcher; cat "$work/slow.log" >&2; fail "no step within 120 s"; }
+  kill -TERM $launcher
+  wait $launcher
+  code=$?
+  [[ $code -eq 0 ]] || { cat "$work/slow.log" >&2; fail "SIGTERM to mpirun: exit $code, expected 0"; }
+  ck=$(ls "$work/slow/checkpoints"/ckpt-*.rtck 2>/dev/null | tail -1)
+  [[ -n $ck ]] || { cat "$work/slow.log" >&2; fail "no checkpoint after SIGTERM to mpirun"; }
+  $py - "$work/slow" "$("$bin" inspect "$ck")" <<'PY' || fail "checkpoint or summary after SIGTERM to mpirun"
+import json, pathlib, sys
+d, header = pathlib.Path(sys.argv[1]), json.loads(sys.argv[2])
+steps = [json.loads(l) for l in open(d / "rank-0.jsonl") if '"type":"step"' in l]
+# The premise: these steps are longer than Open MPI's default 1 s grace period.
+longest = max(x["forward_s"] + x["backward_s"] + x["allreduce_s"] for x in steps)
+assert longest > 1.0, f"steps of {longest:.2f}s do not test a stop slower than 1 s"
+s = json.loads((d / "summary.json").read_text())
+assert s["stopped_by"] == "signal", s["stopped_by"]
+# The checkpoint holds the last completed step, the one the summary reports.
+assert header["global_step"] == s["steps"] == sum(x["steps"] for x in steps), (header["global_step"], s["steps"])
+PY
   ;;
 sigkill)
   "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 8192 --epochs 50 --checkpoint-every-steps 20 \
