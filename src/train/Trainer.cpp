@@ -155,6 +155,7 @@ void Trainer::State::setup() {
   const std::string versions = root() ? versions_json(comm).dump() : std::string();
   run_agreed(comm, [&] {
     log = std::make_unique<RunLog>(run_dir, rank, root(), /*append=*/global_step > 0);
+    if (config.tensorboard) log->open_tensorboard(world);
     progress = std::make_unique<Progress>(root() && !config.quiet, config.epochs, Progress::parse_style(config.progress));
 
     if (root()) {
@@ -178,6 +179,7 @@ void Trainer::State::setup() {
       j.set("checkpoint_dir", checkpoint_dir.string());
       j.set("versions", Json::parse(versions));
       log->write_json("config.json", j);
+      if (!config.rerun_config.empty()) log->write_text("config.toml", config.rerun_config);
     }
   });
 }
@@ -231,6 +233,7 @@ TrainResult Trainer::State::train() {
   PhaseTimes pending;  // accumulated for the next step record
   int pending_steps = 0;
   double pending_loss = 0.0;
+  double pending_accuracy = 0.0;
   std::int64_t pending_images = 0;
   bool stop = false;
 
@@ -334,13 +337,15 @@ TrainResult Trainer::State::train() {
       pending += t;
       ++pending_steps;
       pending_loss += agreed[0] / agreed[2];
+      pending_accuracy += agreed[1] / agreed[2];
       pending_images += static_cast<std::int64_t>(step_count);
       if (pending_steps >= config.log_every || stop || step_limit || step_in_epoch + 1 == steps_per_epoch) {
-        record_steps(pending, pending_steps, pending_loss / pending_steps, pending_images);
+        record_steps(pending, pending_steps, pending_loss / pending_steps, pending_accuracy / pending_steps, lr,
+                     pending_images);
         totals += pending;
         pending = {};
         pending_steps = 0;
-        pending_loss = 0.0;
+        pending_loss = pending_accuracy = 0.0;
         pending_images = 0;
       }
 

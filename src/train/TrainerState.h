@@ -110,7 +110,8 @@ struct Trainer::State {
   TrainResult train();
   void write_summary(const TrainResult& result);
   // rank-<r>.jsonl records.
-  void record_steps(const PhaseTimes& t, int steps, double mean_loss, std::int64_t images);
+  void record_steps(const PhaseTimes& t, int steps, double mean_loss, double mean_accuracy, double lr,
+                    std::int64_t images);
   void record_eval(double seconds);
   void record_event(const std::string& message);
   // A resource record once at least a second has passed since the previous one.

@@ -6,7 +6,8 @@
 
 namespace ringtrain {
 
-void Trainer::State::record_steps(const PhaseTimes& t, int steps, double mean_loss, std::int64_t images) {
+void Trainer::State::record_steps(const PhaseTimes& t, int steps, double mean_loss, double mean_accuracy, double lr,
+                                  std::int64_t images) {
   Json rec = Json::object();
   rec.set("type", "step");
   rec.set("t", elapsed());
@@ -23,6 +24,8 @@ void Trainer::State::record_steps(const PhaseTimes& t, int steps, double mean_lo
   rec.set("bytes_sent", comm.bytes_sent());
   rec.set("bytes_received", comm.bytes_received());
   rec.set("loss", mean_loss);
+  rec.set("accuracy", mean_accuracy);
+  rec.set("lr", lr);
   rec.set("images", images);
   log->record(rec);
 }
@@ -55,6 +58,7 @@ void Trainer::State::maybe_record_resources() {
   Json rec = Json::object();
   rec.set("type", "resource");
   rec.set("t", elapsed());
+  rec.set("step", global_step);
   rec.set("cpu_percent", rs.cpu_percent);
   rec.set("rss_mb", rs.rss_mb);
   rec.set("peak_rss_mb", rs.peak_rss_mb);
