@@ -226,6 +226,8 @@ void Commands::apply_config_file() {
   if (train_->parsed() && !config_file_.empty()) ringtrain::apply_config_file(*train_, config_file_);
 }
 
+bool Commands::stops_on_signal() const { return train_->parsed(); }
+
 int Commands::run_local() {
   if (models_->parsed()) {
     fmt::print("{:<10} {:>10} {:>14} {:>12}  {}\n", "model", "input", "params", "MFLOP/image", "description");

@@ -20,6 +20,8 @@ class Commands {
   bool needs_mpi() const;
   // After parsing: applies `train --config FILE` (ConfigFile.h); throws CLI::ConfigError.
   void apply_config_file();
+  // train: SIGTERM/SIGINT stop it after a step with a checkpoint (StopSignals.h).
+  bool stops_on_signal() const;
   int run_local();
   int run_distributed(Communicator& comm);
 

@@ -3,10 +3,7 @@
 // logging and checkpoints around it.
 #include "train/Trainer.h"
 
-#include <csignal>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -27,15 +24,12 @@
 #include "train/Progress.h"
 #include "train/ResourceMonitor.h"
 #include "train/RunLog.h"
+#include "train/StopSignals.h"
 #include "train/TrainerState.h"
 #include "train/Versions.h"
 
 namespace ringtrain {
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-extern "C" void on_stop_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
 
 std::string default_run_dir(const std::string& model, int world) {
   const std::time_t now = std::time(nullptr);
@@ -47,20 +41,6 @@ std::string default_run_dir(const std::string& model, int world) {
 }
 
 }  // namespace
-
-void install_stop_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  // Restart interrupted system calls: a signal must not turn a log write or an fsync into
-  // an error; the flag is looked at between steps.
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-}
-void request_stop() noexcept { g_stop.store(true, std::memory_order_relaxed); }
-bool stop_requested() noexcept { return g_stop.load(std::memory_order_relaxed); }
-void clear_stop_request() noexcept { g_stop.store(false, std::memory_order_relaxed); }
 
 std::uint64_t fingerprint64(std::string_view text) noexcept {
   std::uint64_t h = 0xcbf29ce484222325ULL;
@@ -226,7 +206,8 @@ TrainResult Trainer::State::train() {
   const auto micro_steps = static_cast<std::int64_t>(sampler.steps(batch));
   const std::int64_t steps_per_epoch = micro_steps / k;
 
-  install_stop_signal_handlers();
+  // From here a stop signal is a request this loop answers after the step (StopSignals.h).
+  set_stop_signals_polled(true);
   train_start = Clock::now();
   last_resource = {Clock::now(), comm.bytes_sent(), comm.bytes_received(), comm.wait_seconds()};
 

@@ -103,6 +103,40 @@ resume_sigterm)
   [[ $(basename "$final") == $(basename "$ref") ]] || fail "resumed run ended at $final, reference at $ref"
   [[ $(params_crc "$final") == $(params_crc "$ref") ]] || fail "resumed parameters differ from the uninterrupted run"
   ;;
+signal_storm)
+  # SIGTERM every 150 us at a training process whose Linear layers run oneDNN 2.6.3's jit
+  # GEMM (it moves the stack pointer into the heap): with a signal handler on a compute
+  # thread this aborted 4 runs of 4 with heap corruption; taken by the signal thread
+  # (StopSignals.h), every run must stop cleanly with a checkpoint that loads.
+  for ((i = 1; i <= ${RINGTRAIN_STORM_RUNS:-5}; i++)); do
+    "$bin" train --model mlp --dataset synthetic --synthetic-shape 3x32x32 --synthetic-train 4096 \
+      --synthetic-test 64 --batch-size 128 --epochs 100 --quiet --run-dir "$work/s$i" > "$work/s$i.log" 2>&1 &
+    pid=$!
+    # The first step record: the loop polls the stop flag from then on.
+    for _ in $(seq 1 600); do
+      grep -q '"type":"step"' "$work/s$i/rank-0.jsonl" 2>/dev/null && break
+      sleep 0.05
+    done
+    grep -q '"type":"step"' "$work/s$i/rank-0.jsonl" || { kill -KILL $pid; cat "$work/s$i.log" >&2; fail "run $i: no step within 30 s"; }
+    $py - "$pid" <<'PY'
+import os, signal, sys, time
+pid, deadline = int(sys.argv[1]), time.monotonic() + 60
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        break
+    time.sleep(150e-6)
+PY
+    wait $pid
+    code=$?
+    [[ $code -eq 0 ]] || { cat "$work/s$i.log" >&2; fail "run $i under a SIGTERM storm exited $code"; }
+    ck=$(ls "$work/s$i/checkpoints"/ckpt-*.rtck 2>/dev/null | tail -1)
+    [[ -n $ck ]] || fail "run $i: no checkpoint after the stop"
+    "$bin" inspect "$ck" > /dev/null || fail "run $i: checkpoint $ck does not load"
+    grep -q '"stopped_by": *"signal"' "$work/s$i/summary.json" || fail "run $i: summary does not say stopped by signal"
+  done
+  ;;
 sigkill)
   "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 8192 --epochs 50 --checkpoint-every-steps 20 \
     --run-dir "$work/k" > "$work/k.log" 2>&1 &
