@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tests scripts/mpirun/run.sh: the mpirun line --dry-run prints for given flags (exact
 # substrings, cores fixed with --cores-per-node so the machine does not matter), usage
-# errors exit 2, and a real two-rank launch hands OMP_NUM_THREADS to every rank.
+# errors exit 2, and a real two-rank launch hands OMP_NUM_THREADS to every rank; slurm.sbatch's
+# launch line, and its SIGTERM -> launcher -> requeue path with a fake srun and scontrol.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 run=$here/../../scripts/mpirun/run.sh
@@ -121,7 +122,42 @@ line=$(env DRY_RUN=1 LAUNCHER=mpirun RINGTRAIN_REPO="$here/../.." TMPDIR="$tmp" 
   SLURM_NTASKS_PER_NODE=2 SLURM_CPUS_PER_TASK=3 SLURM_CPUS_ON_NODE=6 RUN_DIR="$tmp/run" \
   bash "$sbatch" train --model vgg11 | tail -1)
 expect_has "$line" "-np 2 --hostfile $tmp/ringtrain-hosts-7 --map-by ppr:2:node:PE=3" \
-  "-x OMP_NUM_THREADS=3" "train --model vgg11 --run-dir $tmp/run"
+  "-x OMP_NUM_THREADS=3" "train --model vgg11 --run-dir $tmp/run --resume auto"
+line=$(env DRY_RUN=1 RINGTRAIN_REPO="$here/../.." RUN_DIR="$tmp/run" bash "$sbatch" train --resume "$tmp/x.rtck" |
+  tail -1)
+expect_has "$line" "train --resume $tmp/x.rtck --run-dir $tmp/run"
+expect_not "$line" "--resume auto"
+for directive in "#SBATCH --signal=B:TERM@120" "#SBATCH --requeue"; do
+  grep -qx -- "$directive" "$sbatch" || fail "slurm.sbatch lacks '$directive'"
+done
+
+# 9. slurm.sbatch passes SIGTERM on to the launcher (a fake srun standing in for Slurm's),
+# waits for it to stop, and requeues the job (a fake scontrol records the request).
+mkdir -p "$tmp/fake"
+cat >"$tmp/fake/srun" <<FAKE
+#!/bin/bash
+echo "\$*" > "$tmp/srun.args"
+sleep 60 &
+trap 'echo TERM > "$tmp/srun.term"; kill \$!; exit 0' TERM
+wait
+FAKE
+cat >"$tmp/fake/scontrol" <<FAKE
+#!/bin/bash
+echo "\$*" >> "$tmp/scontrol.log"
+FAKE
+chmod +x "$tmp/fake/srun" "$tmp/fake/scontrol"
+env PATH="$tmp/fake:$PATH" RINGTRAIN_REPO="$here/../.." SLURM_JOB_ID=9 SLURM_JOB_NUM_NODES=1 \
+  RUN_DIR="$tmp/run9" bash "$sbatch" >"$tmp/sbatch.out" 2>&1 &
+sbatch_pid=$!
+for _ in $(seq 1 100); do [[ -s $tmp/srun.args ]] && break; sleep 0.1; done
+[[ -s $tmp/srun.args ]] || fail "slurm.sbatch did not start srun: $(cat "$tmp/sbatch.out")"
+expect_has "$(cat "$tmp/srun.args")" "--mpi=pmix" "train --model lenet5" "--run-dir $tmp/run9 --resume auto"
+kill -TERM "$sbatch_pid"
+wait "$sbatch_pid"
+rc=$?
+[[ -s $tmp/srun.term ]] || fail "srun did not get the SIGTERM: $(cat "$tmp/sbatch.out")"
+[[ $rc -eq 0 ]] || fail "slurm.sbatch exited $rc after srun stopped cleanly: $(cat "$tmp/sbatch.out")"
+[[ $(cat "$tmp/scontrol.log" 2>/dev/null) == "requeue 9" ]] || fail "slurm.sbatch did not requeue job 9"
 
 if ((fails)); then
   echo "test_run_sh: $fails failure(s)"
