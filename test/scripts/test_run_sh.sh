@@ -159,6 +159,24 @@ rc=$?
 [[ $rc -eq 0 ]] || fail "slurm.sbatch exited $rc after srun stopped cleanly: $(cat "$tmp/sbatch.out")"
 [[ $(cat "$tmp/scontrol.log" 2>/dev/null) == "requeue 9" ]] || fail "slurm.sbatch did not requeue job 9"
 
+# 10. The mpirun environment has one home: sourcing run.sh defines its helpers and runs
+# nothing (no launch, no change to the caller's shell options), and the scripts that start
+# mpirun or ctest themselves take the root-only variables from it.
+out=$(bash -c 'set +eu; source "$1" -np 9 train; echo "threads=$(threads_per_rank 3 8) $(threads_per_rank 4 2)"
+  needs_oversubscribe 3 2 && echo over; needs_oversubscribe 2 2 || echo fits
+  mpirun_root_env; echo "root_env=${MPIRUN_ROOT_ENV[*]}"; [[ $- == *e* ]] && echo errexit' _ "$run" 2>&1)
+expect_has "$out" "threads=2 1" "over" "fits"
+expect_not "$out" "errexit" "mpirun"
+if [[ $(id -u) -eq 0 ]]; then
+  expect_has "$out" "root_env=OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+else
+  expect_has "$out" "root_env="
+fi
+for script in scripts/quickstart.sh scripts/test.sh scripts/mpirun/cluster.sh; do
+  ! grep -q "OMPI_ALLOW_RUN_AS_ROOT" "$here/../../$script" || fail "$script sets the root-only variables itself"
+done
+grep -q 'scripts/mpirun/run.sh -np "$np"' "$here/../../scripts/quickstart.sh" || fail "quickstart.sh does not launch through run.sh"
+
 if ((fails)); then
   echo "test_run_sh: $fails failure(s)"
   exit 1
