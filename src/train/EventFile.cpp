@@ -81,8 +81,12 @@ EventFile::EventFile(const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
+  // TensorBoard reads a run's files in name order; the time leads, and a counter keeps a
+  // second file of the same process and second (a resume in the same process) apart.
   const auto seconds = static_cast<long long>(now());
-  path_ = dir / fmt::format("events.out.tfevents.{}.{}.{}", seconds, host_name(), static_cast<long>(::getpid()));
+  for (int n = 0; path_.empty() || std::filesystem::exists(path_); ++n) {
+    path_ = dir / fmt::format("events.out.tfevents.{}.{}.{}.{}", seconds, host_name(), static_cast<long>(::getpid()), n);
+  }
   file_ = std::fopen(path_.c_str(), "wb");
   if (file_ == nullptr) {
     throw std::runtime_error(fmt::format("{}: cannot open for writing: {}", path_.string(), std::strerror(errno)));

@@ -19,7 +19,7 @@ struct Scalar {
 
 class EventFile {
  public:
-  // Creates dir if needed and a new events.out.tfevents.<unix seconds>.<host>.<pid> in it,
+  // Creates dir if needed and a new events.out.tfevents.<unix seconds>.<host>.<pid>.<n> in it,
   // whose first record is the file_version event "brain.Event:2". Throws
   // std::runtime_error naming the path when it cannot.
   explicit EventFile(const std::filesystem::path& dir);

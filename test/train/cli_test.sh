@@ -102,6 +102,10 @@ resume_sigterm)
   final=$(ls "$work/cut/checkpoints"/ckpt-*.rtck | tail -1)
   [[ $(basename "$final") == $(basename "$ref") ]] || fail "resumed run ended at $final, reference at $ref"
   [[ $(params_crc "$final") == $(params_crc "$ref") ]] || fail "resumed parameters differ from the uninterrupted run"
+  # The resumed run added event files beside the first run's; together they match the
+  # appended logs.
+  [[ $(ls "$work/cut/tensorboard/epoch" | wc -l) -eq 2 ]] || fail "resume did not add a second event file"
+  $py "$here/tensorboard_check.py" "$work/cut" 2 || fail "event files of the resumed run do not match its logs"
   ;;
 signal_storm)
   # SIGTERM every 150 us at a training process whose Linear layers run oneDNN 2.6.3's jit
