@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "train/EventFile.h"
-#include "train/Json.h"
+#include "common/Json.h"
 
 namespace ringtrain {
 

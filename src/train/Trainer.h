@@ -49,8 +49,8 @@ class Trainer {
   ~Trainer();
 
   // Trains to the end of config.epochs, --max-steps, the target accuracy, or a stop request
-  // (StopSignals.h), which every rank agrees on at the end of a step: all of them stop at
-  // the same step and rank 0 writes a checkpoint of it.
+  // (StopSignals.h). Ranks agree on a stop inside a step (TrainStep): all of them discard
+  // that step's update together and rank 0 checkpoints the last completed step.
   TrainResult run();
 
   // The model after run() (tests compare parameters across runs).

@@ -70,8 +70,30 @@ for rk in s["ranks"]:
     assert rk["peak_rss_mb"] > 0 and rk["mb_sent"] > 0
 t = json.loads((d / "trace.json").read_text())
 names = {e["name"] for e in t["traceEvents"]}
-assert {"forward", "backward", "all-reduce"} <= names, names
+assert {"forward", "backward", "all-reduce wait", "agreement", "all-reduce"} <= names, names
 assert {e["pid"] for e in t["traceEvents"]} == {0, 1}
+# Exposed communication: present, consistent, and the same in the step records, summary
+# and trace. The communication thread ran (overlap is the default at np 2).
+assert cfg["overlap"] is True and cfg["overlap_active"] is True, cfg
+for r in (0, 1):
+    steps = [json.loads(l) for l in open(d / f"rank-{r}.jsonl") if '"type":"step"' in l]
+    rank_sum = {"allreduce": 0.0, "exposed_comm": 0.0}
+    for x in steps:
+        assert 0.0 <= x["exposed_comm_s"] <= x["allreduce_s"] + 1e-9, x
+        ops = x["comm_slices"]
+        assert len(ops) == 1 + cfg["buckets"], ops  # the agreement, then every bucket
+        assert all(a <= b <= 1e-9 for a, b in ops) and all(ops[i][0] >= ops[i - 1][1] - 1e-9 for i in range(1, len(ops)))
+        # The operations' durations are what allreduce_s adds up.
+        assert abs(sum(b - a for a, b in ops) - x["allreduce_s"]) <= 1e-6, (ops, x["allreduce_s"])
+        rank_sum["allreduce"] += x["allreduce_s"]
+        rank_sum["exposed_comm"] += x["exposed_comm_s"]
+    ph = s["ranks"][r]["phases_s"]
+    for k, v in rank_sum.items():
+        assert abs(ph[k] - v) <= 1e-6 + 1e-9 * v, (k, ph[k], v)
+    share = s["ranks"][r]["hidden_comm_share"]
+    assert 0.0 <= share <= 1.0 and abs(share - (1.0 - ph["exposed_comm"] / ph["allreduce"])) <= 1e-9, share
+    comm_row = [e for e in t["traceEvents"] if e["pid"] == r and e.get("tid") == 1 and e["ph"] == "X"]
+    assert len(comm_row) == len(steps) * (1 + cfg["buckets"]), len(comm_row)
 PY
   ;;
 resume_sigterm)
