@@ -41,6 +41,11 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+    commands.apply_config_file();
+  } catch (const CLI::ConfigError& e) {
+    // Already names the file and the key: one line.
+    fmt::print(stderr, "ringtrain: usage error: {}\n", e.what());
+    return 2;
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -7,6 +7,33 @@
 #   run.sh -np 4 --ppn 2 --hostfile hosts --mca btl_tcp_if_include eth0 -- train ...
 # Launcher options end at `--` or at the first argument that is not one of them (the
 # ringtrain subcommand, e.g. `train`). Run with --help for the list.
+#
+# The environment every mpirun of this project needs is built here and only here: the
+# functions below. quickstart.sh launches through run.sh; cluster.sh and test.sh, which
+# start mpirun (or ctest) themselves, `source run.sh`, which defines the functions and
+# returns before anything else happens.
+
+# mpirun_root_env: the variables Open MPI wants in mpirun's environment before it starts
+# as root, in the array MPIRUN_ROOT_ENV (empty for other users).
+mpirun_root_env() {
+  MPIRUN_ROOT_ENV=()
+  if [[ $(id -u) -eq 0 ]]; then
+    MPIRUN_ROOT_ENV=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+  fi
+}
+# threads_per_rank RANKS_PER_NODE CORES: OpenMP threads per rank so that the ranks of a
+# node share its cores, at least 1.
+threads_per_rank() {
+  local t=$(($2 / $1))
+  echo $((t >= 1 ? t : 1))
+}
+# needs_oversubscribe RANKS_PER_NODE CORES: whether mpirun needs --oversubscribe, which it
+# wants as soon as a node gets more ranks than cores.
+needs_oversubscribe() { (($1 > $2)); }
+
+if [[ ${BASH_SOURCE[0]} != "$0" ]]; then
+  return 0
+fi
 set -euo pipefail
 
 prog=run.sh
@@ -163,12 +190,11 @@ if [[ -n $hostfile ]]; then
 fi
 
 if [[ -z $threads ]]; then
-  threads=$((cores / ranks_per_node))
-  ((threads >= 1)) || threads=1
+  threads=$(threads_per_rank "$ranks_per_node" "$cores")
 fi
 
 oversubscribed=0
-if ((ranks_per_node > cores)); then
+if needs_oversubscribe "$ranks_per_node" "$cores"; then
   oversubscribed=1
 fi
 if ((ranks_per_node * threads > cores)); then
@@ -183,8 +209,8 @@ else
   cmd+=(--map-by "ppr:$ppn:node" --bind-to none)
 fi
 ((oversubscribed)) && cmd+=(--oversubscribe)
-# Open MPI forwards SIGTERM/SIGINT to the ranks and SIGKILLs them odls_base_sigkill_timeout
-# seconds later (1 by default): too soon for ringtrain to finish its step and write the
+# On SIGTERM/SIGINT, Open MPI sends the ranks SIGTERM odls_base_sigkill_timeout seconds later
+# and SIGKILL as long again (1 s by default): too soon for ringtrain to finish its step and the
 # checkpoint. 30 s, unless the caller chose a value (--mpirun-arg or the environment).
 if [[ " ${extra[*]} " != *" odls_base_sigkill_timeout "* && -z ${OMPI_MCA_odls_base_sigkill_timeout:-} ]]; then
   cmd+=(--mca odls_base_sigkill_timeout 30)
@@ -208,11 +234,8 @@ done
 cmd+=("${extra[@]}")
 cmd+=("$bin" "$@")
 
-# Open MPI refuses to start as root unless both variables are set in mpirun's environment.
-root_env=()
-if [[ $(id -u) -eq 0 ]]; then
-  root_env=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
-fi
+mpirun_root_env
+root_env=("${MPIRUN_ROOT_ENV[@]}")
 
 if ((dry_run)); then
   line=

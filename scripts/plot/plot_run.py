@@ -14,8 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import rundata  # noqa: E402
+import rundata  # noqa: E402  (scripts/plot is first on the path)
 
 DPI = 110
 # Phase colours: compute in blues/greens, communication in oranges/reds, I/O in greys.

@@ -8,20 +8,9 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import plot_run  # noqa: E402
-import rundata  # noqa: E402
-from rundata import fmt  # noqa: E402
-
-
-def table(header, body):
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
-    return "\n".join(lines)
-
-
-def pct(v, digits=1):
-    return "" if v is None else f"{100 * v:.{digits}f}"
+import plot_run
+import rundata
+from rundata import fmt, pct, table
 
 
 def build_report(run, plots):

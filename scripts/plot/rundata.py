@@ -215,6 +215,18 @@ def shares(summary):
     return mean(ar), mean(wt)
 
 
+def pct(v, digits=1):
+    """A fraction as a percentage cell: '' for None."""
+    return "" if v is None else f"{100 * v:.{digits}f}"
+
+
+def table(header, body):
+    """A Markdown table from a header row and body rows."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
+    return "\n".join(lines)
+
+
 def fmt(v, digits=3):
     """A table cell: '' for None, fixed decimals for floats."""
     if v is None:

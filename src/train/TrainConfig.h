@@ -53,6 +53,8 @@ struct TrainConfig {
   std::string run_dir;               // empty: runs/<timestamp>-<model>-np<N>
   bool quiet = false;
   std::string progress = "auto";     // auto | bar | plain (rank 0's console)
+  bool tensorboard = true;           // <run_dir>/tensorboard/ event files
+  std::string rerun_config;          // if set, rank 0 writes it as <run_dir>/config.toml
 
   // Checkpoints.
   std::string checkpoint_dir;        // empty: <run_dir>/checkpoints when checkpointing

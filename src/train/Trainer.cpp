@@ -138,6 +138,7 @@ void Trainer::State::setup() {
   const std::string versions = root() ? versions_json(comm).dump() : std::string();
   run_agreed(comm, [&] {
     log = std::make_unique<RunLog>(run_dir, rank, root(), /*append=*/pos.global_step > 0);
+    if (config.tensorboard) log->open_tensorboard(world);
     progress = std::make_unique<Progress>(root() && !config.quiet, config.epochs, Progress::parse_style(config.progress));
 
     if (root()) {
@@ -162,6 +163,7 @@ void Trainer::State::setup() {
       j.set("checkpoint_dir", checkpoint_dir.string());
       j.set("versions", Json::parse(versions));
       log->write_json("config.json", j);
+      if (!config.rerun_config.empty()) log->write_text("config.toml", config.rerun_config);
     }
   });
 }
@@ -211,14 +213,17 @@ TrainResult Trainer::State::train() {
   PhaseTimes pending;
   int pending_steps = 0;
   double pending_loss = 0.0;
+  double pending_accuracy = 0.0;
+  double pending_lr = 0.0;  // the last step's
   std::vector<std::pair<double, double>> last_slices;  // the last step's communication, elapsed() clock
   const auto flush_pending = [&] {
     if (pending_steps == 0) return;
-    record_steps(pending, pending_steps, pending_loss / pending_steps, pending_steps * images_per_step, last_slices);
+    record_steps(pending, pending_steps, pending_loss / pending_steps, pending_accuracy / pending_steps, pending_lr,
+                 pending_steps * images_per_step, last_slices);
     totals += pending;
     pending = {};
     pending_steps = 0;
-    pending_loss = 0.0;
+    pending_loss = pending_accuracy = 0.0;
   };
   bool stop = false;
 
@@ -275,6 +280,8 @@ TrainResult Trainer::State::train() {
       pending += r.times;
       ++pending_steps;
       pending_loss += r.totals.loss_sum / r.totals.count;
+      pending_accuracy += r.totals.correct / r.totals.count;
+      pending_lr = lr;
       if (pending_steps >= config.log_every || step_limit || pos.step_in_epoch == steps_per_epoch) flush_pending();
       maybe_record_resources();
       progress->step(pos.step_in_epoch, r.totals.loss_sum / r.totals.count,

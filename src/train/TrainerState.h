@@ -83,8 +83,8 @@ struct Trainer::State {
   void write_summary(const TrainResult& result);
   // rank-<r>.jsonl records. comm_slices: the last step's communication operations as
   // (start, end) on the elapsed() clock.
-  void record_steps(const PhaseTimes& t, int steps, double mean_loss, std::int64_t images,
-                    const std::vector<std::pair<double, double>>& comm_slices);
+  void record_steps(const PhaseTimes& t, int steps, double mean_loss, double mean_accuracy, double lr,
+                    std::int64_t images, const std::vector<std::pair<double, double>>& comm_slices);
   void record_eval(double seconds);
   void record_event(const std::string& message);
   // A resource record once at least a second has passed since the previous one.

@@ -6,8 +6,8 @@
 
 namespace ringtrain {
 
-void Trainer::State::record_steps(const PhaseTimes& t, int steps, double mean_loss, std::int64_t images,
-                                  const std::vector<std::pair<double, double>>& comm_slices) {
+void Trainer::State::record_steps(const PhaseTimes& t, int steps, double mean_loss, double mean_accuracy, double lr,
+                                  std::int64_t images, const std::vector<std::pair<double, double>>& comm_slices) {
   const double now = elapsed();
   Json rec = Json::object();
   rec.set("type", "step");
@@ -26,6 +26,8 @@ void Trainer::State::record_steps(const PhaseTimes& t, int steps, double mean_lo
   rec.set("bytes_sent", comm.bytes_sent());
   rec.set("bytes_received", comm.bytes_received());
   rec.set("loss", mean_loss);
+  rec.set("accuracy", mean_accuracy);
+  rec.set("lr", lr);
   rec.set("images", images);
   // The last step's operations, (start, end) in seconds before this record's t: the trace's
   // communication row.
@@ -70,6 +72,7 @@ void Trainer::State::maybe_record_resources() {
   Json rec = Json::object();
   rec.set("type", "resource");
   rec.set("t", elapsed());
+  rec.set("step", pos.global_step);
   rec.set("cpu_percent", rs.cpu_percent);
   rec.set("rss_mb", rs.rss_mb);
   rec.set("peak_rss_mb", rs.peak_rss_mb);

@@ -2,13 +2,16 @@
 # End-to-end checks of `ringtrain` under mpirun: run directory contents, the merged trace,
 # SIGTERM + resume bit-identical to an uninterrupted run, a SIGKILLed rank never hangs the
 # job, and every bad input (config mismatch, corrupt or foreign checkpoint, NaN loss,
-# usage errors) gives its one-line error on every rank and a non-zero exit.
+# usage errors) gives its one-line error on every rank and a non-zero exit; TensorBoard event
+# files decode and match the logs; --config files apply, lose to flags, round-trip, and
+# fail in one line naming the file and the key.
 # Usage: cli_test.sh <ringtrain binary> <case>
 set -uo pipefail
 
 bin=$1
 case_name=$2
 py=/usr/bin/python3
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=$(mktemp -d /tmp/ringtrain_cli_test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
@@ -122,6 +125,10 @@ resume_sigterm)
   final=$(ls "$work/cut/checkpoints"/ckpt-*.rtck | tail -1)
   [[ $(basename "$final") == $(basename "$ref") ]] || fail "resumed run ended at $final, reference at $ref"
   [[ $(params_crc "$final") == $(params_crc "$ref") ]] || fail "resumed parameters differ from the uninterrupted run"
+  # The resumed run added event files beside the first run's; together they match the
+  # appended logs.
+  [[ $(ls "$work/cut/tensorboard/epoch" | wc -l) -eq 2 ]] || fail "resume did not add a second event file"
+  $py "$here/tensorboard_check.py" "$work/cut" 2 || fail "event files of the resumed run do not match its logs"
   ;;
 signal_storm)
   # SIGTERM every 150 us at a training process whose Linear layers run oneDNN 2.6.3's jit
@@ -259,6 +266,92 @@ usage)
   grep -q "train" "$work/help" || fail "--help does not list train"
   "$bin" train --help > "$work/help" || fail "train --help exited non-zero"
   grep -q -- "--allreduce" "$work/help" || fail "train --help does not list --allreduce"
+  ;;
+tensorboard)
+  # Long enough (2 ranks x 3 epochs) for resource samples, taken once a second.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 4096 --epochs 3 --log-every 4 \
+    --run-dir "$work/tb" || fail "training failed"
+  grep -q '"type":"resource"' "$work/tb/rank-1.jsonl" || fail "no resource record: the run was too short"
+  $py "$here/tensorboard_check.py" "$work/tb" 2 || fail "event files do not match the logs"
+  # The check can fail: one flipped payload byte is a CRC mismatch.
+  cp -r "$work/tb" "$work/tb-bad"
+  ev=$(ls "$work/tb-bad/tensorboard/rank-1"/events.out.tfevents.*)
+  printf '\x55' | dd of="$ev" bs=1 seek=$(($(stat -c %s "$ev") - 10)) conv=notrunc status=none
+  $py "$here/tensorboard_check.py" "$work/tb-bad" 2 > "$work/log" 2>&1 && fail "a corrupt event file passed"
+  grep -q "bad data CRC" "$work/log" || { cat "$work/log" >&2; fail "corrupt event file: no CRC error"; }
+  # A new run in the same directory replaces the old event files (as it truncates
+  # metrics.csv), so the check against the new logs passes.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --run-dir "$work/tb" || fail "second run failed"
+  $py "$here/tensorboard_check.py" "$work/tb" 2 || fail "a rerun mixed old and new event files"
+  "$bin" train "${data[@]}" --epochs 1 --no-tensorboard --run-dir "$work/notb" || fail "--no-tensorboard run failed"
+  [[ -e $work/notb/metrics.csv && ! -e $work/notb/tensorboard ]] || fail "--no-tensorboard wrote tensorboard/"
+  ;;
+config_file)
+  json_get() { $py -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1/config.json" "$2"; }
+  cat > "$work/a.toml" <<'TOML'
+# keys with '-' or '_'
+model = "lenet5"
+dataset = "synthetic"
+synthetic_train = 512
+synthetic-test = 200
+epochs = 2
+batch_size = 16
+lr = 0.03
+no-normalize = true
+augment = true
+quiet = true
+TOML
+  "$bin" train --config "$work/a.toml" --run-dir "$work/a" || fail "training from a config file failed"
+  [[ $(json_get "$work/a" epochs) == 2 && $(json_get "$work/a" batch_size) == 16 && $(json_get "$work/a" lr) == 0.03 &&
+     $(json_get "$work/a" normalize) == False && $(json_get "$work/a" augment) == True &&
+     $(json_get "$work/a" synthetic_train) == 512 ]] || { cat "$work/a/config.json"; fail "config file values not applied"; }
+  # Command-line flags win over the file, the file over the defaults.
+  "$bin" train --config "$work/a.toml" --epochs 1 --lr 0.05 --normalize-not-a-flag 2>/dev/null &&
+    fail "an unknown flag beside --config was accepted"
+  "${mpi[@]}" -np 2 "$bin" train --epochs 1 --config "$work/a.toml" --lr 0.05 --run-dir "$work/b" || fail "override run failed"
+  [[ $(json_get "$work/b" epochs) == 1 && $(json_get "$work/b" lr) == 0.05 && $(json_get "$work/b" batch_size) == 16 &&
+     $(json_get "$work/b" normalize) == False ]] || { cat "$work/b/config.json"; fail "flags did not override the file"; }
+  # config.toml reruns the run: the same config.json but for this run's own paths.
+  "$bin" train --config "$work/a/config.toml" --run-dir "$work/c" || fail "rerun from config.toml failed"
+  $py - "$work/a/config.json" "$work/c/config.json" <<'PY' || fail "config.toml did not round-trip to the same config.json"
+import json, sys
+a, c = (json.load(open(p)) for p in sys.argv[1:])
+for d in (a, c):
+    d.pop("checkpoint_dir")
+assert a == c, {k: (a.get(k), c.get(k)) for k in set(a) | set(c) if a.get(k) != c.get(k)}
+PY
+  diff <(grep -v '^# run-dir' "$work/a/config.toml") <(grep -v '^# run-dir' "$work/c/config.toml") ||
+    fail "config.toml of the rerun differs"
+  # A [train] section is read too.
+  printf '[train]\nepochs = 1\n' | cat - <(grep -v epochs "$work/a.toml") > "$work/section.toml"
+  "$bin" train --config "$work/section.toml" --run-dir "$work/s" || fail "[train] section"
+  [[ $(json_get "$work/s" epochs) == 1 ]] || fail "[train] section not applied"
+  # Bad files: exit 2 on every rank, one line naming the file and the key, nothing written.
+  bad() {  # bad <name> <file contents> <expected pattern>
+    printf '%s\n' "$2" > "$work/$1.toml"
+    "${mpi[@]}" -np 2 "$bin" train --config "$work/$1.toml" --run-dir "$work/bad-$1" > "$work/log" 2>&1
+    local code=$?
+    [[ $code -ne 0 ]] || fail "$1: exit 0"
+    # Every ringtrain line is the error (the rest is mpirun's own report).
+    [[ $(grep -c "^ringtrain: usage error: config file $work/$1.toml: $3" "$work/log") -eq 2 &&
+       $(grep -c "^ringtrain" "$work/log") -eq 2 ]] ||
+      { cat "$work/log" >&2; fail "$1: expected one line per rank matching '$3'"; }
+    [[ ! -e $work/bad-$1 ]] || fail "$1: a run directory was created"
+    "$bin" train --config "$work/$1.toml" > "$work/log1" 2>&1
+    code=$?
+    [[ $code -eq 2 && $(wc -l < "$work/log1") -eq 1 ]] || { cat "$work/log1" >&2; fail "$1: exit $code, expected 2 and one line"; }
+  }
+  bad unknown 'epochs = 1
+epoch = 3' "unknown key 'epoch'"
+  bad type 'epochs = "three"' "key 'epochs': .*three"
+  bad member 'model = "resnet999"' "key 'model': .*resnet999"
+  bad section '[eval]
+epochs = 1' "unknown key 'eval.epochs'"
+  bad notconfig 'config = "other.toml"' "key 'config' cannot be set"
+  "$bin" train --config "$work/missing.toml" > "$work/log" 2>&1
+  code=$?
+  [[ $code -eq 2 && $(wc -l < "$work/log") -eq 1 ]] && grep -q "config file $work/missing.toml: cannot read" "$work/log" ||
+    { cat "$work/log" >&2; fail "missing config file: exit $code"; }
   ;;
 *)
   fail "unknown case $case_name"
