@@ -174,7 +174,8 @@ void Commands::add_train(CLI::App& app) {
   t->add_option("--overlap", c.overlap,
                 "on|off: reduce each gradient bucket on a communication thread as soon as backward has finished "
                 "it (off: all buckets after backward; the results are bit-identical)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}).description(""))
+      ->type_name("on|off")
       ->default_str("on");
   t->add_option("--eval-every", c.eval_every, "Evaluate every N epochs (0: only at the end)")->capture_default_str();
   t->add_option("--log-every", c.log_every, "Steps per timing record in rank-<r>.jsonl")->capture_default_str();

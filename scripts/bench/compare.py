@@ -70,6 +70,7 @@ def ringtrain_command(binary, work, np_, run_dir):
             "--eval-every", "0",  # evaluate only at the end, after the timed steps
             "--eval-batch-size", str(work.batch),  # same as PyTorch's final eval
             "--run-dir", run_dir,
+            "--no-tensorboard",  # PyTorch's side writes no event files either
             "--quiet"]
 
 
