@@ -127,7 +127,8 @@ def main():
         check(values.get("images_per_s", 0) > 0, f"step {step}: images_per_s {values.get('images_per_s')}")
 
     # rank-<r>/: phase shares per step record, resource samples at their step.
-    phases = ("data", "forward", "backward", "allreduce", "optimizer", "checkpoint")
+    # In sequence within a step; allreduce overlaps backward by allreduce - exposed_comm.
+    phases = ("data", "forward", "backward", "exposed_comm", "optimizer", "checkpoint")
     for r in range(ranks):
         path = os.path.join(run_dir, f"rank-{r}.jsonl")
         steps, resources = jsonl(path, "step"), jsonl(path, "resource")
@@ -139,7 +140,7 @@ def main():
               f"rank {r}: time/ steps {[s for s, _ in timed]} != {[x['step'] for x in steps]}")
         for (step, v), rec in zip(timed, steps):
             total = sum(rec[p + "_s"] for p in phases)
-            for p in phases + ("wait",):
+            for p in phases + ("allreduce", "wait"):
                 check(close(v.get("time/" + p, math.nan), rec[p + "_s"] / total, rel=1e-4),
                       f"rank {r} step {step}: time/{p} {v.get('time/' + p)} != {rec[p + '_s'] / total}")
             check(abs(sum(v["time/" + p] for p in phases) - 1.0) < 1e-4, f"rank {r} step {step}: shares")
