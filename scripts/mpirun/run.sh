@@ -268,9 +268,12 @@ export OMP_NUM_THREADS="$threads"
 "${cmd[@]}" &
 mpirun_pid=$!
 trap 'kill -USR2 "$mpirun_pid" 2>/dev/null' TERM INT
-while :; do
-  status=0
-  wait "$mpirun_pid" || status=$?
-  kill -0 "$mpirun_pid" 2>/dev/null || break  # else wait was interrupted by the trap
+# The trap ends `wait` early (status > 128) while mpirun still runs: wait again until it has
+# gone, then ask bash for the status it kept (mpirun may end between the two calls, so the
+# interrupted wait's status is never the answer).
+while kill -0 "$mpirun_pid" 2>/dev/null; do
+  wait "$mpirun_pid" || true
 done
+status=0
+wait "$mpirun_pid" || status=$?
 exit "$status"
