@@ -1,0 +1,119 @@
+// Hierarchical all-reduce (see HierarchicalAllreduce.h).
+//
+// One call, with L ranks on the node and the window's segments in[0..L-1] and result:
+//   1. every rank copies its vector into in[own rank];            barrier
+//   2. rank j sums slice j (of L near-equal slices) over in[0..L-1] in that order into
+//      result, so the node's L cores share the additions;         barrier
+//   3. the leader all-reduces result with the other leaders;      barrier
+//   4. every rank copies result into its vector.
+// No barrier is needed after 4: the next call writes in[own rank], which nobody reads
+// after step 2, and only writes result in its step 2, after its first barrier, which no
+// rank passes before it has finished copying out. Barriers go with MPI_Win_sync, the
+// memory-model pairing MPI-3 asks for with shared windows (section 11.7 of the standard).
+#include "collectives/HierarchicalAllreduce.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include "collectives/EvenPartition.h"
+#include "collectives/MpiCheck.h"
+#include "collectives/ReduceKernels.h"
+
+namespace ringtrain {
+
+HierarchicalAllreduce::HierarchicalAllreduce(MPI_Comm node_comm, MPI_Comm leader_comm)
+    : node_comm_(node_comm), leader_comm_(leader_comm) {
+  RINGTRAIN_MPI_CHECK(MPI_Comm_rank(node_comm_, &node_rank_));
+  RINGTRAIN_MPI_CHECK(MPI_Comm_size(node_comm_, &node_size_));
+  if (node_rank_ == 0) {
+    if (leader_comm_ == MPI_COMM_NULL)
+      throw std::invalid_argument("HierarchicalAllreduce: a node leader needs the leader communicator");
+    RINGTRAIN_MPI_CHECK(MPI_Comm_size(leader_comm_, &leaders_));
+  }
+}
+
+HierarchicalAllreduce::~HierarchicalAllreduce() { release(); }
+
+void HierarchicalAllreduce::release() noexcept {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (window_ != MPI_WIN_NULL && !finalized) {
+    MPI_Win_unlock_all(window_);
+    MPI_Win_free(&window_);
+  }
+  window_ = MPI_WIN_NULL;
+  capacity_ = 0;
+  inputs_.clear();
+  result_ = nullptr;
+}
+
+void HierarchicalAllreduce::reserve(std::size_t count) {
+  if (count <= capacity_ && window_ != MPI_WIN_NULL) return;
+  // Every rank of the node passes the same count, so all take this collective branch.
+  release();
+  // Room to grow a little, so slowly growing sizes do not reallocate every call.
+  const std::size_t floats = std::max<std::size_t>(count + count / 8, 1024);
+  const std::size_t mine = floats * (node_rank_ == 0 ? 2 : 1);
+  float* base = nullptr;
+  RINGTRAIN_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(mine * sizeof(float)),
+                                              sizeof(float), MPI_INFO_NULL, node_comm_, &base,
+                                              &window_));
+  RINGTRAIN_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, window_));
+  inputs_.assign(static_cast<std::size_t>(node_size_), nullptr);
+  for (int r = 0; r < node_size_; ++r) {
+    MPI_Aint size = 0;
+    int unit = 0;
+    void* pointer = nullptr;
+    RINGTRAIN_MPI_CHECK(MPI_Win_shared_query(window_, r, &size, &unit, &pointer));
+    inputs_[static_cast<std::size_t>(r)] = static_cast<float*>(pointer);
+  }
+  result_ = inputs_[0] + floats;
+  capacity_ = floats;
+}
+
+void HierarchicalAllreduce::node_barrier(TrafficStats& stats) {
+  const auto start = std::chrono::steady_clock::now();
+  RINGTRAIN_MPI_CHECK(MPI_Win_sync(window_));
+  RINGTRAIN_MPI_CHECK(MPI_Barrier(node_comm_));
+  RINGTRAIN_MPI_CHECK(MPI_Win_sync(window_));
+  stats.wait_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void HierarchicalAllreduce::run(std::span<float> data, float scale, Compression compression,
+                                const AcrossNodes& across, TrafficStats& stats) {
+  const std::size_t count = data.size();
+  if (node_size_ == 1) {
+    // Alone on the node: the node sum is the vector itself.
+    if (leaders_ > 1) {
+      across(data, scale, compression);
+    } else if (scale != 1.0f) {
+      scale_in_place(data.data(), count, scale);
+    }
+    return;
+  }
+  reserve(count);
+  std::memcpy(inputs_[static_cast<std::size_t>(node_rank_)], data.data(), count * sizeof(float));
+  node_barrier(stats);
+
+  const std::size_t parts = static_cast<std::size_t>(node_size_);
+  const std::size_t begin = partition_begin(count, parts, static_cast<std::size_t>(node_rank_));
+  const std::size_t n = partition_size(count, parts, static_cast<std::size_t>(node_rank_));
+  std::memcpy(result_ + begin, inputs_[0] + begin, n * sizeof(float));
+  for (std::size_t r = 1; r < parts; ++r) reduce_add(result_ + begin, inputs_[r] + begin, n);
+  node_barrier(stats);
+
+  if (node_rank_ == 0) {
+    if (leaders_ > 1) {
+      across(std::span<float>(result_, count), scale, compression);
+    } else if (scale != 1.0f) {
+      scale_in_place(result_, count, scale);
+    }
+  }
+  node_barrier(stats);
+  std::memcpy(data.data(), result_, count * sizeof(float));
+}
+
+}  // namespace ringtrain
