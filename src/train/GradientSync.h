@@ -14,8 +14,10 @@ namespace ringtrain {
 
 class GradientSync {
  public:
-  // bucket_mb: upper bound of one bucket's size in MiB (at least one float).
-  GradientSync(Communicator& comm, AllreduceAlgo algo, std::size_t num_params, double bucket_mb);
+  // bucket_mb: upper bound of one bucket's size in MiB (at least one float); compression:
+  // the gradients' transport (the additions stay fp32).
+  GradientSync(Communicator& comm, AllreduceAlgo algo, std::size_t num_params, double bucket_mb,
+               Compression compression = Compression::kNone);
 
   // grads <- mean over ranks, bucket by bucket.
   void average(std::span<float> grads);
@@ -26,6 +28,7 @@ class GradientSync {
  private:
   Communicator& comm_;
   AllreduceAlgo algo_;
+  Compression compression_;
   std::vector<std::pair<std::size_t, std::size_t>> buckets_;
 };
 

@@ -116,7 +116,8 @@ void Trainer::State::setup_local() {
 
   optimizer = Optimizer::create(config.optimizer, model->param_infos(), model->num_params());
   schedule = std::make_unique<LrSchedule>(config.schedule);
-  sync = std::make_unique<GradientSync>(comm, algo, model->num_params(), config.bucket_mb);
+  sync = std::make_unique<GradientSync>(comm, algo, model->num_params(), config.bucket_mb,
+                                        parse_compression(config.compress));
 
   const std::size_t per_rank = data.train->size() / static_cast<std::size_t>(world);
   if (per_rank / static_cast<std::size_t>(config.batch_size) / static_cast<std::size_t>(config.accumulate) == 0) {
