@@ -16,12 +16,19 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "collectives/EvenPartition.h"
 #include "collectives/MpiCheck.h"
 #include "collectives/ReduceKernels.h"
 
 namespace ringtrain {
+namespace {
+
+constexpr int kSpinsBeforeSleep = 200;
+constexpr auto kPollSleep = std::chrono::microseconds(20);
+
+}  // namespace
 
 HierarchicalAllreduce::HierarchicalAllreduce(MPI_Comm node_comm, MPI_Comm leader_comm)
     : node_comm_(node_comm), leader_comm_(leader_comm) {
@@ -73,10 +80,26 @@ void HierarchicalAllreduce::reserve(std::size_t count) {
   capacity_ = floats;
 }
 
-void HierarchicalAllreduce::node_barrier(TrafficStats& stats) {
+void HierarchicalAllreduce::node_barrier(TrafficStats& stats, bool sleepy) {
   const auto start = std::chrono::steady_clock::now();
   RINGTRAIN_MPI_CHECK(MPI_Win_sync(window_));
-  RINGTRAIN_MPI_CHECK(MPI_Barrier(node_comm_));
+  // Every rank of the node calls the same (non-blocking) barrier; blocking and
+  // non-blocking collectives do not match each other.
+  MPI_Request request;
+  RINGTRAIN_MPI_CHECK(MPI_Ibarrier(node_comm_, &request));
+  if (sleepy) {
+    // The other ranks of a node wait here for the whole network phase. Spinning would
+    // take CPU from the leader and from the kernel's network work whenever cores are
+    // shared (always on the emulated cluster), so after a short spin the wait sleeps
+    // between tests: that adds at most one sleep to the call.
+    int done = 0;
+    for (int spins = 0; !done; ++spins) {
+      RINGTRAIN_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+      if (!done && spins >= kSpinsBeforeSleep) std::this_thread::sleep_for(kPollSleep);
+    }
+  } else {
+    RINGTRAIN_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+  }
   RINGTRAIN_MPI_CHECK(MPI_Win_sync(window_));
   stats.wait_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -96,14 +119,14 @@ void HierarchicalAllreduce::run(std::span<float> data, float scale, Compression 
   }
   reserve(count);
   std::memcpy(inputs_[static_cast<std::size_t>(node_rank_)], data.data(), count * sizeof(float));
-  node_barrier(stats);
+  node_barrier(stats, false);
 
   const std::size_t parts = static_cast<std::size_t>(node_size_);
   const std::size_t begin = partition_begin(count, parts, static_cast<std::size_t>(node_rank_));
   const std::size_t n = partition_size(count, parts, static_cast<std::size_t>(node_rank_));
   std::memcpy(result_ + begin, inputs_[0] + begin, n * sizeof(float));
   for (std::size_t r = 1; r < parts; ++r) reduce_add(result_ + begin, inputs_[r] + begin, n);
-  node_barrier(stats);
+  node_barrier(stats, false);
 
   if (node_rank_ == 0) {
     if (leaders_ > 1) {
@@ -112,7 +135,7 @@ void HierarchicalAllreduce::run(std::span<float> data, float scale, Compression 
       scale_in_place(result_, count, scale);
     }
   }
-  node_barrier(stats);
+  node_barrier(stats, /*sleepy=*/node_rank_ != 0);
   std::memcpy(data.data(), result_, count * sizeof(float));
 }
 

@@ -39,7 +39,9 @@ class HierarchicalAllreduce {
   // input segment, the leader a result segment after its own.
   void reserve(std::size_t count);
   void release() noexcept;
-  void node_barrier(TrafficStats& stats);
+  // Barrier over the node with the window's memory synchronised; `sleepy` waits by
+  // polling with short sleeps (the non-leaders during the network phase).
+  void node_barrier(TrafficStats& stats, bool sleepy);
 
   MPI_Comm node_comm_;
   MPI_Comm leader_comm_;
