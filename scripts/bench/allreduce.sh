@@ -110,7 +110,7 @@ if [[ $cluster -eq 1 ]]; then
     local np=$1
     shift
     "$cluster_sh" down >/dev/null 2>&1 || true
-    "$cluster_sh" up "$@" | head -1
+    "$cluster_sh" up "$@" | sed -n 1p
     launch_ok "$np" || { echo "allreduce.sh: mpirun cannot launch into the emulated cluster" >&2; exit 1; }
   }
   for mtu in $mtus; do

@@ -19,6 +19,9 @@ struct AllreduceTuning {
   std::size_t ring_chunk_bytes_network = 65536 - 128;
   // Ring: receives posted ahead (2 = double-buffered receive).
   int ring_recv_depth = 2;
+  // hier: the leaders all-reduce the node sum in pieces of this many bytes, so that the
+  // other ranks add up piece k+1 while piece k crosses the network.
+  std::size_t hier_piece_bytes = 4 * 1024 * 1024;
   // Parameter server: rank 0 handles the gradient in chunks of this many bytes.
   std::size_t ps_chunk_bytes = 1024 * 1024;
   // rd: vectors up to this size use plain recursive doubling (whole vector, log2 p steps)

@@ -1,6 +1,6 @@
 // Hierarchical all-reduce for several ranks per node: the ranks of a node sum their
-// vectors through a shared-memory window (each rank adds one slice), the node leaders
-// all-reduce the node sums across nodes, and the result is copied back out of the window
+// vectors through a shared-memory window, the node leaders all-reduce the node sums
+// across nodes (pipelined with the summing), and the result is copied back out of the window
 // by every rank of the node. Each node's link then carries the vector once (2(M-1)/M of
 // it for M nodes) instead of once per rank.
 #pragma once
@@ -23,7 +23,9 @@ class HierarchicalAllreduce {
 
   // node_comm: the ranks of this node, whose rank 0 leads; leader_comm: the leaders
   // (MPI_COMM_NULL on the other ranks). Both are borrowed, and must outlive this object.
-  HierarchicalAllreduce(MPI_Comm node_comm, MPI_Comm leader_comm);
+  // piece_bytes: the pipeline unit (the leaders' all-reduce of one piece overlaps the
+  // node's additions of the next).
+  HierarchicalAllreduce(MPI_Comm node_comm, MPI_Comm leader_comm, std::size_t piece_bytes);
   ~HierarchicalAllreduce();
   HierarchicalAllreduce(const HierarchicalAllreduce&) = delete;
   HierarchicalAllreduce& operator=(const HierarchicalAllreduce&) = delete;
@@ -47,6 +49,7 @@ class HierarchicalAllreduce {
   MPI_Comm leader_comm_;
   int node_rank_ = 0;
   int node_size_ = 1;
+  std::size_t piece_elems_;
   int leaders_ = 1;  // leader_comm_'s size (the node count), known on the leaders
   MPI_Win window_ = MPI_WIN_NULL;
   std::size_t capacity_ = 0;     // floats per input segment

@@ -58,7 +58,8 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, const MpiCommunicatorOptions& 
   int counts[2] = {leader ? 1 : 0, leader && node_size > 1 ? 1 : 0};
   RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, comm_));
   layout_ = NodeLayout{size_, counts[0], counts[1]};
-  hier_ = std::make_unique<HierarchicalAllreduce>(node_comm_, leader_comm_);
+  hier_ = std::make_unique<HierarchicalAllreduce>(node_comm_, leader_comm_,
+                                                  tuning_.hier_piece_bytes);
 }
 
 MpiCommunicator::~MpiCommunicator() {
