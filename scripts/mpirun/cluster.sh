@@ -222,8 +222,12 @@ cmd_run() {
   local nodes
   nodes=$(node_count)
   [[ -n $np ]] || np=$nodes
+  # The root-only Open MPI variables, from run.sh (sourcing it only defines its helpers).
+  # shellcheck source=run.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/run.sh"
+  mpirun_root_env
   local -a env=()
-  [[ $(id -u) -eq 0 ]] && env=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+  ((${#MPIRUN_ROOT_ENV[@]})) && env=(env "${MPIRUN_ROOT_ENV[@]}")
   # ob1 + tcp (+ vader between ranks of one node, as on a real cluster), no UCX: every
   # byte between ranks of different nodes crosses the shaped veth links (ranks under
   # different daemons are never local to each other, so vader never joins two nodes);

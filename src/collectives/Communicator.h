@@ -78,6 +78,11 @@ class Communicator {
   // "Open MPI v4.1.4" or "none (single process)".
   virtual std::string library_version() const = 0;
 
+  // True if this communicator's calls may come from a thread other than the one that
+  // initialised MPI, one thread at a time (MPI_THREAD_SERIALIZED or better): what the
+  // trainer's communication thread needs.
+  virtual bool allows_serialized_threads() const { return false; }
+
  protected:
   // The algorithms proper, called by allreduce() only with size() > 1, a non-empty span
   // and valid enum values: data <- (sum over ranks) * scale, where scale is 1 for a sum

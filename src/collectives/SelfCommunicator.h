@@ -26,6 +26,7 @@ class SelfCommunicator final : public Communicator {
 
   std::string host_name() const override;
   std::string library_version() const override { return "none (single process)"; }
+  bool allows_serialized_threads() const override { return true; }
 
  protected:
   // Never reached: Communicator::allreduce returns before it on one rank (the sum and the
