@@ -165,10 +165,16 @@ void Commands::add_train(CLI::App& app) {
   t->add_option("--lr-base-batch", c.lr_base_batch, "linear scaling: the batch --lr is for (0: --batch-size)")
       ->capture_default_str();
   t->add_option("--seed", c.seed, "Seed of initialisation, shuffling, augmentation, dropout")->capture_default_str();
-  const std::vector<std::string> algos = {"ring", "mpi", "ps", "rd", "auto"};
+  const std::vector<std::string> algos = {"ring", "hier", "mpi", "ps", "rd", "auto"};
   t->add_option("--allreduce", c.allreduce, "Gradient all-reduce: " + joined(algos))
       ->capture_default_str()
       ->check(CLI::IsMember(algos));
+  const std::vector<std::string> transports = {"none", "bf16", "fp16"};
+  t->add_option("--compress", c.compress,
+                "Gradient transport: " + joined(transports) + " (16-bit on the wire, fp32 additions; "
+                "with ring, hier, ps or auto)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(transports));
   t->add_option("--bucket-mb", c.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
   // A string, so config.toml writes and reads back the same word.
   t->add_option("--overlap", overlap_,
