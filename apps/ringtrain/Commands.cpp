@@ -4,7 +4,6 @@
 #include "ConfigFile.h"
 
 #include <cstdio>
-#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -171,12 +170,12 @@ void Commands::add_train(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember(algos));
   t->add_option("--bucket-mb", c.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
-  t->add_option("--overlap", c.overlap,
-                "on|off: reduce each gradient bucket on a communication thread as soon as backward has finished "
-                "it (off: all buckets after backward; the results are bit-identical)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}).description(""))
-      ->type_name("on|off")
-      ->default_str("on");
+  // A string, so config.toml writes and reads back the same word.
+  t->add_option("--overlap", overlap_,
+                "Reduce each gradient bucket on a communication thread as soon as backward has finished it (off: "
+                "all buckets after backward; the results are bit-identical)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   t->add_option("--eval-every", c.eval_every, "Evaluate every N epochs (0: only at the end)")->capture_default_str();
   t->add_option("--log-every", c.log_every, "Steps per timing record in rank-<r>.jsonl")->capture_default_str();
   t->add_option("--run-dir", c.run_dir, "Run directory (default: runs/<time>-<model>-np<N>)");
@@ -272,6 +271,7 @@ int Commands::run_distributed(Communicator& comm) {
     TrainConfig config = train_config_;
     config.data = resolve(train_config_.data, synthetic_shape_);
     if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
+    config.overlap = overlap_ == "on";
     // This run's own paths stay as comments: a rerun from the file gets a new run directory
     // (and would otherwise write over this one).
     config.rerun_config =

@@ -263,8 +263,9 @@ export OMP_NUM_THREADS="$threads"
 # which forwards it to every rank at once: ringtrain stops inside the step, writes its
 # checkpoint and exits 0, and so does this script. (mpirun's own handling of SIGTERM sends
 # the ranks SIGCONT, their SIGTERM only odls_base_sigkill_timeout seconds later and SIGKILL
-# as long again, and exits 1.) setsid keeps the terminal's Ctrl-C away from mpirun itself.
-setsid "${cmd[@]}" </dev/null &
+# as long again, and exits 1. A Ctrl-C in a terminal reaches mpirun too, so the ranks still
+# stop at once with their checkpoint, but the exit status is then mpirun's 1.)
+"${cmd[@]}" &
 mpirun_pid=$!
 trap 'kill -USR2 "$mpirun_pid" 2>/dev/null' TERM INT
 # The trap ends `wait` early (status > 128) while mpirun still runs: wait again until it has
