@@ -37,6 +37,9 @@ struct TrainConfig {
   // Distribution.
   std::string allreduce = "ring";    // ring | mpi | ps | rd | auto
   double bucket_mb = 4.0;            // gradient bucket size
+  std::string mode = "sync";         // sync (all-reduce) | async (parameter servers)
+  int servers = 1;                   // async: ranks 0..servers-1 serve, the rest work
+  int max_staleness = -1;            // async: SSP bound K in clocks; -1 unbounded, 0 synchronous
 
   // Evaluation and logging.
   int eval_every = 1;                // epochs

@@ -19,6 +19,7 @@
 #include "nn/Model.h"
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
+#include "train/AsyncTrainer.h"
 #include "train/Checkpoint.h"
 #include "train/Agreement.h"
 #include "train/CheckpointIo.h"
@@ -75,11 +76,17 @@ Trainer::Trainer(TrainConfig config, Communicator& comm) : s_(std::make_unique<S
 Trainer::~Trainer() = default;
 
 const Model& Trainer::model() const {
+  if (async_) return async_->model();
   if (!s_->model) throw std::logic_error("Trainer::model() before run()");
   return *s_->model;
 }
 
 TrainResult Trainer::run() {
+  if (s_->config.mode == "async") {
+    install_stop_signal_handlers();
+    async_ = std::make_unique<AsyncTrainer>(s_->config, s_->comm);
+    return async_->run();
+  }
   s_->setup();
   return s_->train();
 }
