@@ -181,6 +181,10 @@ void Commands::add_train(CLI::App& app) {
                 "parallel); 0 is synchronous, -1 unbounded")
       ->capture_default_str()
       ->check(CLI::Range(-1, 1 << 30));
+  t->add_option("--straggler-ms", c.straggler_ms,
+                "Experiments: the last rank sleeps this many milliseconds after each gradient, an emulated "
+                "slower node (0: off)")
+      ->capture_default_str();
   // Flags of the other mode are mistakes, not no-ops: say so before MPI starts.
   t->parse_complete_callback([this, t] {
     if (train_config_.mode == "async" && (t->count("--allreduce") > 0 || t->count("--bucket-mb") > 0)) {

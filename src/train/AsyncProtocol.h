@@ -39,8 +39,8 @@ struct ReplyHeader {
   std::int64_t version = 0;      // the SSP clock: pushes every worker has had applied
   std::int64_t updates = 0;      // optimizer updates this server has applied in total
   std::int64_t ticket = -1;      // server 0: the batch to compute next
-  std::int64_t staleness = -1;   // the previous push: version at apply - version at pull (-1: none)
-  std::int64_t delay = -1;       // the previous push: updates at apply - updates at pull
+  std::int64_t staleness = -1;   // the previous push: its clock - the version it pulled (-1: none)
+  std::int64_t delay = -1;       // the previous push: updates applied between its pull and it
 };
 
 }  // namespace ringtrain::async

@@ -122,7 +122,7 @@ void AsyncTrainer::State::setup() {
                   server->params().begin());
     } else {
       worker = std::make_unique<AsyncWorker>(*channel, *layout, config.max_staleness, *model, *data.train,
-                                             config.batch_size, config.seed, config.data.augment);
+                                             config.batch_size, config.seed, config.data.augment, config.straggler_ms);
     }
   });
 

@@ -27,7 +27,8 @@ void add_to_histogram(std::vector<std::int64_t>& hist, std::int64_t value) {
 }  // namespace
 
 AsyncWorker::AsyncWorker(PeerChannel& channel, const ShardLayout& layout, int max_staleness, Model& model,
-                         const Dataset& train, int batch_size, std::uint64_t seed, bool augment)
+                         const Dataset& train, int batch_size, std::uint64_t seed, bool augment,
+                         double straggler_ms)
     : channel_(channel),
       layout_(layout),
       servers_(layout.shards()),
@@ -38,6 +39,7 @@ AsyncWorker::AsyncWorker(PeerChannel& channel, const ShardLayout& layout, int ma
       batch_size_(batch_size),
       seed_(seed),
       augment_(augment),
+      straggler_ms_(channel.rank() == channel.size() - 1 ? straggler_ms : 0.0),
       src_(static_cast<std::size_t>(batch_size) * train.shape().numel()),
       labels_(static_cast<std::size_t>(batch_size)),
       version_(static_cast<std::size_t>(layout.shards()), 0),
@@ -73,6 +75,7 @@ LossResult AsyncWorker::compute_gradient(int epoch, std::int64_t ticket, WorkerT
   const LossResult r = model_.forward(src_.data(), labels_.data(), static_cast<int>(idx.size()), Phase::kTrain, noise);
   const auto t2 = Clock::now();
   model_.backward();
+  if (straggler_ms_ > 0.0) straggle(straggler_ms_);
   t.data += std::chrono::duration<double>(t1 - t0).count();
   t.forward += std::chrono::duration<double>(t2 - t1).count();
   t.backward += since(t2);

@@ -42,7 +42,7 @@ class AsyncWorker {
   // The worker's batches come from `train` via the same W sampler shards a sync run of W
   // ranks uses; model holds the parameters it pulls and the gradients it pushes.
   AsyncWorker(PeerChannel& channel, const ShardLayout& layout, int max_staleness, Model& model, const Dataset& train,
-              int batch_size, std::uint64_t seed, bool augment);
+              int batch_size, std::uint64_t seed, bool augment, double straggler_ms);
 
   std::int64_t batches_per_shard() const noexcept { return batches_per_shard_; }
 
@@ -74,6 +74,7 @@ class AsyncWorker {
   int batch_size_;
   std::uint64_t seed_;
   bool augment_;
+  double straggler_ms_;  // > 0 on the last rank only
   std::vector<DistributedSampler> samplers_;  // shard r of W, as sync rank r
   std::int64_t batches_per_shard_ = 0;
 

@@ -3,9 +3,11 @@
 // Versions. The server's version is the SSP clock of Ho et al. (2013): the number of pushes
 // that every still-active worker has had applied in this segment. A pull from a worker that
 // has pushed c gradients is answered once version >= c - K, so a worker is never more than
-// K clocks ahead of the slowest, and a gradient computed at version v is applied at a
-// version <= v + K (its own worker's count caps the minimum): staleness never exceeds K.
-// Departed workers (kDone) no longer hold the others back.
+// K clocks ahead of the slowest. A gradient's staleness is that gap when its parameters
+// were pulled, c - version: the clocks of the slowest worker's updates it may be missing,
+// which SSP bounds by K. Its delay is the count of optimizer updates applied between its
+// pull and its own update (the "tau" of asynchronous SGD analyses), which with W workers
+// can reach about (W-1)(2K+1). Departed workers (kDone) no longer hold the others back.
 //
 // K = 0 is synchronous: the server keeps the round's W gradients, sums them in worker order
 // once all are in, applies one optimizer step with their mean, and only then answers the
@@ -181,7 +183,7 @@ void ParameterServer::handle(int source, std::span<const std::byte> message) {
 
 void ParameterServer::apply_push(int w, const WorkerHeader& h, const float* grad) {
   const auto wi = static_cast<std::size_t>(w);
-  staleness_[wi] = version() - h.version;
+  staleness_[wi] = h.clock - h.version;
   delay_[wi] = updates_ - h.updates;
   loss_sum_ += h.loss_sum;
   count_ += h.count;

@@ -36,6 +36,7 @@ void TrainConfig::validate() const {
   require(checkpoint_every_steps >= 0, "--checkpoint-every-steps must be >= 0");
   require(keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
   require(mode == "sync" || mode == "async", fmt::format("--mode must be sync or async (got '{}')", mode));
+  require(straggler_ms >= 0.0, fmt::format("--straggler-ms must be >= 0 (got {})", straggler_ms));
   require(servers >= 1, fmt::format("--servers must be >= 1 (got {})", servers));
   require(max_staleness >= -1, fmt::format("--max-staleness must be >= 0, or -1 for unbounded (got {})", max_staleness));
   if (mode == "async") {
@@ -102,6 +103,7 @@ Json TrainConfig::to_json() const {
   j.set("allreduce", allreduce);
   j.set("bucket_mb", bucket_mb);
   j.set("mode", mode);
+  if (straggler_ms > 0.0) j.set("straggler_ms", straggler_ms);
   if (mode == "async") {
     j.set("servers", servers);
     j.set("max_staleness", max_staleness);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -59,6 +60,10 @@ void install_stop_signal_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
 }
+void straggle(double milliseconds) {
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(milliseconds));
+}
+
 void request_stop() noexcept { g_stop.store(true, std::memory_order_relaxed); }
 bool stop_requested() noexcept { return g_stop.load(std::memory_order_relaxed); }
 void clear_stop_request() noexcept { g_stop.store(false, std::memory_order_relaxed); }
@@ -279,6 +284,7 @@ TrainResult Trainer::State::train() {
         const LossResult r = model->forward(src.data(), labels.data(), static_cast<int>(idx.size()), Phase::kTrain, noise);
         auto t2 = Clock::now();
         model->backward();
+        if (config.straggler_ms > 0.0 && rank == world - 1) straggle(config.straggler_ms);
         if (k > 1) {
           const auto g = model->grads();
           if (micro == 0) {

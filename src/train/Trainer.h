@@ -68,6 +68,9 @@ void request_stop() noexcept;
 bool stop_requested() noexcept;
 void clear_stop_request() noexcept;
 
+// --straggler-ms: the emulated slow rank's pause after each gradient.
+void straggle(double milliseconds);
+
 // FNV-1a 64, for configuration fingerprints.
 std::uint64_t fingerprint64(std::string_view text) noexcept;
 
