@@ -8,22 +8,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${RINGTRAIN_BUILD_DIR:-$root/build}
 
 np=${RINGTRAIN_NP:-2}
-cores=$(nproc)
-threads=$(( cores / np > 0 ? cores / np : 1 ))
-mpi_args=(-np "$np" -x OMP_NUM_THREADS="$threads" --bind-to none)
-if [[ $(id -u) -eq 0 ]]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-if (( np > cores )); then
-  mpi_args+=(--oversubscribe)
-fi
-export OMP_NUM_THREADS=$threads
 
 # Under mpirun a rank's stderr is a pipe, so ringtrain cannot see the terminal itself.
 progress=plain
 if [[ -t 2 ]]; then progress=bar; fi
 
+# run.sh: the cores shared out as threads per rank, the root-only Open MPI variables,
+# --oversubscribe past the core count; unbound, as ranks of a laptop-sized run share cores.
 cd "$root"
 set -x
-mpirun "${mpi_args[@]}" "$build/apps/ringtrain" train --model lenet5 --dataset fashion-mnist --epochs 5 \
-  --progress "$progress" "$@"
+scripts/mpirun/run.sh -np "$np" --no-bind --bin "$build/apps/ringtrain" -- train --model lenet5 \
+  --dataset fashion-mnist --epochs 5 --progress "$progress" "$@"

@@ -11,6 +11,9 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libcli11-dev catch2 zlib1g-dev libfmt-dev
   dataset-fashion-mnist
   python3 python3-matplotlib procps
+  # Tests only: decoding TensorBoard event files with the real protobuf library and
+  # checking their CRC-32C with an independent implementation.
+  python3-protobuf protobuf-compiler python3-crc32c
 )
 
 missing=()

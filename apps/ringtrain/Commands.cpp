@@ -1,7 +1,10 @@
 // Subcommand definitions. Defaults live in the config structs; --help shows them.
 #include "Commands.h"
 
+#include "ConfigFile.h"
+
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -110,12 +113,12 @@ DatasetConfig Commands::resolve(const DatasetConfig& data, const std::string& sy
 
 void Commands::add_train(CLI::App& app) {
   TrainConfig& c = train_config_;
-  c.schedule.base_lr = 0.01;
-  // Cosine annealing over the run's epochs: the final epochs average out SGD's noise, which
-  // a constant rate does not (logreg on Fashion-MNIST: 0.830 constant vs 0.845 cosine).
-  c.schedule.name = "cosine";
   auto* t = app.add_subcommand("train", "Train a model (run under mpirun -np N for N data-parallel ranks)");
   train_ = t;
+  t->add_option("--config", config_file_,
+                "Read options from a TOML/INI file: 'epochs = 5', keys are the long options below without the "
+                "dashes; options given on the command line win. Each run writes its own as <run-dir>/config.toml")
+      ->configurable(false);
   t->add_option("--model", c.model, "Model: " + joined(model_names()) + " (see 'ringtrain models')")
       ->capture_default_str()
       ->check(CLI::IsMember(model_names()));
@@ -168,6 +171,12 @@ void Commands::add_train(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember(algos));
   t->add_option("--bucket-mb", c.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
+  t->add_option("--overlap", c.overlap,
+                "on|off: reduce each gradient bucket on a communication thread as soon as backward has finished "
+                "it (off: all buckets after backward; the results are bit-identical)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}).description(""))
+      ->type_name("on|off")
+      ->default_str("on");
   t->add_option("--mode", c.mode,
                 "sync: every rank computes, gradients all-reduced each step; async: ranks 0..S-1 are parameter "
                 "servers, the others workers that pull, compute and push without waiting for each other")
@@ -182,7 +191,7 @@ void Commands::add_train(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(-1, 1 << 30));
   t->add_option("--straggler-ms", c.straggler_ms,
-                "Experiments: the last rank sleeps this many milliseconds after each gradient, an emulated "
+                "async experiments: the last worker sleeps this many milliseconds after each gradient, an emulated "
                 "slower node (0: off)")
       ->capture_default_str();
   // Flags of the other mode are mistakes, not no-ops: say so before MPI starts.
@@ -191,8 +200,9 @@ void Commands::add_train(CLI::App& app) {
       throw CLI::ValidationError("--mode async", "--allreduce and --bucket-mb apply to --mode sync; --mode async "
                                                  "exchanges gradients through its parameter servers");
     }
-    if (train_config_.mode == "sync" && (t->count("--servers") > 0 || t->count("--max-staleness") > 0)) {
-      throw CLI::ValidationError("--mode sync", "--servers and --max-staleness apply to --mode async");
+    if (train_config_.mode == "sync" &&
+        (t->count("--servers") > 0 || t->count("--max-staleness") > 0 || t->count("--straggler-ms") > 0)) {
+      throw CLI::ValidationError("--mode sync", "--servers, --max-staleness and --straggler-ms apply to --mode async");
     }
   });
   t->add_option("--eval-every", c.eval_every, "Evaluate every N epochs (0: only at the end)")->capture_default_str();
@@ -204,6 +214,7 @@ void Commands::add_train(CLI::App& app) {
                 "stderr is a terminal (auto; under mpirun it never is)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "bar", "plain"}));
+  t->add_flag("!--no-tensorboard", c.tensorboard, "Write no TensorBoard event files (<run-dir>/tensorboard/)");
   t->add_option("--checkpoint-dir", c.checkpoint_dir, "Checkpoint directory (default: <run-dir>/checkpoints)");
   t->add_option("--checkpoint-every", c.checkpoint_every, "Checkpoint every N epochs (0: off)")
       ->capture_default_str();
@@ -241,6 +252,12 @@ void Commands::add_local(CLI::App& app) {
 }
 
 bool Commands::needs_mpi() const { return train_->parsed() || eval_->parsed(); }
+
+void Commands::apply_config_file() {
+  if (train_->parsed() && !config_file_.empty()) ringtrain::apply_config_file(*train_, config_file_);
+}
+
+bool Commands::stops_on_signal() const { return train_->parsed(); }
 
 int Commands::run_local() {
   if (models_->parsed()) {
@@ -283,7 +300,12 @@ int Commands::run_distributed(Communicator& comm) {
     TrainConfig config = train_config_;
     config.data = resolve(train_config_.data, synthetic_shape_);
     if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
-    config.schedule.total_epochs = config.epochs;
+    // This run's own paths stay as comments: a rerun from the file gets a new run directory
+    // (and would otherwise write over this one).
+    config.rerun_config =
+        "# The options of this run. Rerun it with: ringtrain train --config <this file> (options given on the\n"
+        "# command line win over the file).\n" +
+        config_file_text(*train_, {"run-dir", "checkpoint-dir", "resume"});
     Trainer trainer(config, comm);
     const TrainResult r = trainer.run();
     if (comm.rank() == 0 && !config.quiet) {

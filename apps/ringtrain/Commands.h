@@ -18,6 +18,10 @@ class Commands {
 
   // train and eval run under mpirun; models, datasets, inspect and trace are local.
   bool needs_mpi() const;
+  // After parsing: applies `train --config FILE` (ConfigFile.h); throws CLI::ConfigError.
+  void apply_config_file();
+  // train: SIGTERM/SIGINT stop it after a step with a checkpoint (StopSignals.h).
+  bool stops_on_signal() const;
   int run_local();
   int run_distributed(Communicator& comm);
 
@@ -41,6 +45,7 @@ class Commands {
   TrainConfig train_config_;
   std::string synthetic_shape_ = "1x28x28";
   std::string milestones_;
+  std::string config_file_;
 
   DatasetConfig eval_data_;
   std::string eval_synthetic_shape_ = "1x28x28";

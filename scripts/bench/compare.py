@@ -27,6 +27,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "scripts", "plot"))
+import rundata  # noqa: E402  (the one reader of ringtrain run directories)
 import torch_train  # noqa: E402  (pure-Python specs; does not import torch)
 
 DEFAULT_MODELS = ["logreg", "mlp", "lenet5"]
@@ -68,6 +70,7 @@ def ringtrain_command(binary, work, np_, run_dir):
             "--eval-every", "0",  # evaluate only at the end, after the timed steps
             "--eval-batch-size", str(work.batch),  # same as PyTorch's final eval
             "--run-dir", run_dir,
+            "--no-tensorboard",  # PyTorch's side writes no event files either
             "--quiet"]
 
 
@@ -191,26 +194,14 @@ def run_torch(args, work, np_):
     return rec
 
 
-def ringtrain_throughput(run_dir, work, np_):
-    """Global images/s after warm-up from the ranks' step records (rank-<r>.jsonl).
+def ringtrain_throughput(run, work, np_):
+    """Global images/s after warm-up from rank 0's step records (a rundata.Run).
 
     Uses rank 0's step timestamps `t`: the span between the end of the warm-up and the last
     step covers (last.step - warm.step) synchronous steps of np x batch images. Returns None
     when the records are missing or too few (then summary.json's figure is used)."""
-    path = os.path.join(run_dir, "rank-0.jsonl")
-    if not os.path.exists(path):
-        return None
-    steps, pauses = [], []
-    with open(path) as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if rec.get("type") == "step" and "t" in rec and "step" in rec:
-                steps.append(rec)
-            elif rec.get("type") in ("eval", "checkpoint") and "t" in rec:
-                pauses.append(rec)
+    steps = [r for r in run.of_type(0, "step") if "t" in r and "step" in r]
+    pauses = [r for r in run.of_type(0, "eval") + run.of_type(0, "checkpoint") if "t" in r]
     steps.sort(key=lambda r: r["step"])
     if len(steps) <= work.warmup + 1:
         return None
@@ -237,19 +228,18 @@ def run_ringtrain(args, work, np_, run_root):
     # start in containers that run as root.
     env = {"OMP_NUM_THREADS": "1", **MPI_ROOT_ENV}
     rc, out, err, secs = run(cmd, env, args.timeout)
-    summary_path = os.path.join(run_dir, "summary.json")
-    if rc != 0 or not os.path.exists(summary_path):
-        why = f"exit {rc}" if rc != 0 else f"no {summary_path}"
+    result = rundata.Run(run_dir)
+    if rc != 0 or not result.summary_file:
+        why = f"exit {rc}" if rc != 0 else f"no {os.path.join(run_dir, 'summary.json')}"
         return {"ok": False, "error": f"{why}: {tail(err or out)}", "cmd": cmd}
-    with open(summary_path) as f:
-        summary = json.load(f)
+    summary = result.summary()
     ranks = summary.get("ranks", [])
     rec = {"ok": True, "framework": "ringtrain", "cmd": cmd, "run_dir": run_dir,
            "model": work.model, "world_size": np_, "batch_size": work.batch,
            "wall_s": summary.get("wall_s"),
            "ranks_peak_rss_mb": [r.get("peak_rss_mb") for r in ranks],
            "phases_s": [r.get("phases_s") for r in ranks]}
-    windowed = ringtrain_throughput(run_dir, work, np_)
+    windowed = ringtrain_throughput(result, work, np_)
     if windowed:
         rec.update(windowed)
     else:
@@ -265,10 +255,8 @@ def run_ringtrain(args, work, np_, run_root):
     rss = [v for v in rec["ranks_peak_rss_mb"] if v is not None]
     rec["peak_rss_mb"] = max(rss) if rss else None
     # Cross-check the architecture when the run states its parameter count.
-    config_path = os.path.join(run_dir, "config.json")
-    if os.path.exists(config_path):
-        with open(config_path) as f:
-            config = json.load(f)
+    config = result.config
+    if config:
         n = config.get("num_params")
         if isinstance(n, int) and n != work.desc["params"]:
             log(f"WARNING: ringtrain {work.model} has {n} parameters, "
@@ -513,6 +501,13 @@ def parse_args(argv):
     p.add_argument("--timeout", type=int, default=1800, help="seconds per run")
     p.add_argument("--keep-runs", default=None, metavar="DIR",
                    help="keep ringtrain run directories under DIR")
+    p.add_argument("--cluster", type=int, default=0, metavar="NODES",
+                   help="across NODES emulated nodes (scripts/mpirun/cluster.sh, root, "
+                        "RINGTRAIN_CLUSTER_ID): ringtrain (overlap on/off, --compress bf16 "
+                        "when available) vs DDP (gloo, and its fp16_compress_hook), one rank "
+                        "per node; see cluster_bench.py")
+    p.add_argument("--link-rate", default="1gbit", help="--cluster: link rate (tc), e.g. 1gbit")
+    p.add_argument("--mtu", type=int, default=1500, help="--cluster: link MTU")
     args = p.parse_args(argv)
     args.mpirun_args = args.mpirun_args.split()
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
@@ -525,6 +520,14 @@ def parse_args(argv):
         args.batch_map[k.strip()] = int(v)
     if args.np < 1 or args.repeats < 1:
         p.error("--np and --repeats must be >= 1")
+    if args.cluster == 1 or args.cluster < 0:
+        p.error("--cluster needs at least 2 nodes")
+    if args.cluster:
+        import cluster_bench
+        try:
+            cluster_bench.rate_bps(args.link_rate)
+        except ValueError as e:
+            p.error(str(e))
     if args.out and not args.out.endswith((".md", ".json")):
         p.error("--out must end in .md or .json")
     return args
@@ -557,7 +560,18 @@ def main(argv=None):
     works = [Work(m, args.batch_map[m],
                   args.steps if args.steps else DEFAULT_STEPS[m],
                   args.warmup if args.warmup is not None else DEFAULT_WARMUP[m],
-                  args.np, args) for m in args.models]
+                  max(args.np, args.cluster), args) for m in args.models]
+    if args.cluster:
+        if not (have_rt and have_torch):
+            print("--cluster needs both the ringtrain binary and PyTorch", file=sys.stderr)
+            return 1
+        import cluster_bench
+        text = cluster_bench.main(sys.modules[__name__], args, works, notes, log)
+        print(text, end="")
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(text)
+        return 0
     meta = {"date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
             "cpu": cpu_name(), "cores": os.cpu_count(), "load_before": load(),
             "repeats": args.repeats, "momentum": args.momentum, "notes": notes,

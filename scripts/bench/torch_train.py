@@ -301,6 +301,10 @@ def train_steps(args, shape, rank=0, world=1, ddp=False):
     if ddp:
         from torch.nn.parallel import DistributedDataParallel
         model = DistributedDataParallel(model)  # broadcasts rank 0's parameters
+        if args.ddp_hook == "fp16":
+            # DDP's own compression: buckets cast to fp16 for the all-reduce, back to fp32 after.
+            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+            model.register_comm_hook(None, default_hooks.fp16_compress_hook)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     x_all, y_all = load_data(args, shape)
     batches = ShardedBatches(x_all.shape[0], args.batch_size, rank, world, args.seed)
@@ -363,6 +367,7 @@ def result_record(args, shape, per_rank, world):
     elapsed = max(r["elapsed_s"] for r in per_rank)  # synchronous steps: the slowest rank
     images = world * args.batch_size * args.steps
     rec = {"framework": "pytorch", "mode": "ddp-gloo" if world > 1 or args.ddp else "single",
+           "ddp_hook": args.ddp_hook,
            "model": args.model, "shape": desc["shape"], "dataset": args.dataset,
            "world_size": world, "batch_size": args.batch_size,
            "global_batch_size": world * args.batch_size, "threads_per_rank": args.threads,
@@ -494,6 +499,8 @@ def main(argv=None):
                    help="after timing, evaluate N synthetic test images (sharded over ranks)")
     p.add_argument("--ddp", action="store_true", help="DistributedDataParallel over gloo")
     p.add_argument("--nproc", type=int, default=2, help="ranks to spawn with --ddp")
+    p.add_argument("--ddp-hook", choices=["none", "fp16"], default="none",
+                   help="DDP communication hook: fp16 = fp16_compress_hook")
     p.add_argument("--vgg-no-conv-bias", action="store_true",
                    help="vgg11 convolutions without bias (BN follows each)")
     p.add_argument("--describe", action="store_true",

@@ -217,8 +217,12 @@ cmd_run() {
   local nodes
   nodes=$(node_count)
   [[ -n $np ]] || np=$nodes
+  # The root-only Open MPI variables, from run.sh (sourcing it only defines its helpers).
+  # shellcheck source=run.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/run.sh"
+  mpirun_root_env
   local -a env=()
-  [[ $(id -u) -eq 0 ]] && env=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+  ((${#MPIRUN_ROOT_ENV[@]})) && env=(env "${MPIRUN_ROOT_ENV[@]}")
   # ob1 + tcp,self only: no shared memory and no UCX, so every byte between ranks crosses
   # the shaped veth links; daemons and ranks talk only on the emulated subnet. The
   # "nodes" share the machine's cores, so idle ranks yield instead of spinning. A daemon

@@ -7,6 +7,33 @@
 #   run.sh -np 4 --ppn 2 --hostfile hosts --mca btl_tcp_if_include eth0 -- train ...
 # Launcher options end at `--` or at the first argument that is not one of them (the
 # ringtrain subcommand, e.g. `train`). Run with --help for the list.
+#
+# The environment every mpirun of this project needs is built here and only here: the
+# functions below. quickstart.sh launches through run.sh; cluster.sh and test.sh, which
+# start mpirun (or ctest) themselves, `source run.sh`, which defines the functions and
+# returns before anything else happens.
+
+# mpirun_root_env: the variables Open MPI wants in mpirun's environment before it starts
+# as root, in the array MPIRUN_ROOT_ENV (empty for other users).
+mpirun_root_env() {
+  MPIRUN_ROOT_ENV=()
+  if [[ $(id -u) -eq 0 ]]; then
+    MPIRUN_ROOT_ENV=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+  fi
+}
+# threads_per_rank RANKS_PER_NODE CORES: OpenMP threads per rank so that the ranks of a
+# node share its cores, at least 1.
+threads_per_rank() {
+  local t=$(($2 / $1))
+  echo $((t >= 1 ? t : 1))
+}
+# needs_oversubscribe RANKS_PER_NODE CORES: whether mpirun needs --oversubscribe, which it
+# wants as soon as a node gets more ranks than cores.
+needs_oversubscribe() { (($1 > $2)); }
+
+if [[ ${BASH_SOURCE[0]} != "$0" ]]; then
+  return 0
+fi
 set -euo pipefail
 
 prog=run.sh
@@ -28,7 +55,9 @@ Placement
 Environment
   --env NAME[=VALUE]     also export NAME to every rank (repeatable)
 Pass-through to mpirun
-  --mca NAME VALUE       add `--mca NAME VALUE` (repeatable)
+  --mca NAME VALUE       add `--mca NAME VALUE` (repeatable); odls_base_sigkill_timeout is 30
+                         unless given here or in the environment, so a SIGTERM to mpirun
+                         leaves the ranks time to checkpoint (Open MPI's default is 1 s)
   --mpirun-arg ARG       add one raw argument to mpirun (repeatable, order kept)
   --mpirun PATH          mpirun executable (default: $MPIRUN or mpirun)
 Program
@@ -40,6 +69,10 @@ Binding: with P ranks per node and T threads each, P*T <= cores gives
   --map-by ppr:P:node:PE=T --bind-to core   (OMP_PROC_BIND=close, OMP_PLACES=cores)
 otherwise (or with --no-bind) --map-by ppr:P:node --bind-to none, and --oversubscribe
 when P exceeds the cores of a node. Exit codes: mpirun's, 2 for a usage error.
+
+Stopping: SIGTERM or SIGINT (Ctrl-C) to this script is passed to mpirun as SIGUSR2, which
+mpirun forwards to every rank at once; ringtrain stops inside its step, checkpoints the
+last completed step and exits 0.
 EOF
 }
 
@@ -157,12 +190,11 @@ if [[ -n $hostfile ]]; then
 fi
 
 if [[ -z $threads ]]; then
-  threads=$((cores / ranks_per_node))
-  ((threads >= 1)) || threads=1
+  threads=$(threads_per_rank "$ranks_per_node" "$cores")
 fi
 
 oversubscribed=0
-if ((ranks_per_node > cores)); then
+if needs_oversubscribe "$ranks_per_node" "$cores"; then
   oversubscribed=1
 fi
 if ((ranks_per_node * threads > cores)); then
@@ -177,6 +209,12 @@ else
   cmd+=(--map-by "ppr:$ppn:node" --bind-to none)
 fi
 ((oversubscribed)) && cmd+=(--oversubscribe)
+# On SIGTERM/SIGINT, Open MPI sends the ranks SIGTERM odls_base_sigkill_timeout seconds later
+# and SIGKILL as long again (1 s by default): too soon for ringtrain to finish its step and the
+# checkpoint. 30 s, unless the caller chose a value (--mpirun-arg or the environment).
+if [[ " ${extra[*]} " != *" odls_base_sigkill_timeout "* && -z ${OMPI_MCA_odls_base_sigkill_timeout:-} ]]; then
+  cmd+=(--mca odls_base_sigkill_timeout 30)
+fi
 
 # Every rank gets the same thread count; pinned OpenMP threads only make sense inside a
 # rank's own cores, so OMP_PROC_BIND/OMP_PLACES are set only when ranks are bound.
@@ -196,11 +234,8 @@ done
 cmd+=("${extra[@]}")
 cmd+=("$bin" "$@")
 
-# Open MPI refuses to start as root unless both variables are set in mpirun's environment.
-root_env=()
-if [[ $(id -u) -eq 0 ]]; then
-  root_env=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
-fi
+mpirun_root_env
+root_env=("${MPIRUN_ROOT_ENV[@]}")
 
 if ((dry_run)); then
   line=
@@ -224,4 +259,17 @@ if ((${#root_env[@]})); then
   export "${root_env[@]}"
 fi
 export OMP_NUM_THREADS="$threads"
-exec "${cmd[@]}"
+# A SIGTERM or SIGINT to this script (kill, Ctrl-C, a scheduler) becomes SIGUSR2 to mpirun,
+# which forwards it to every rank at once: ringtrain stops inside the step, writes its
+# checkpoint and exits 0, and so does this script. (mpirun's own handling of SIGTERM sends
+# the ranks SIGCONT, their SIGTERM only odls_base_sigkill_timeout seconds later and SIGKILL
+# as long again, and exits 1.) setsid keeps the terminal's Ctrl-C away from mpirun itself.
+setsid "${cmd[@]}" </dev/null &
+mpirun_pid=$!
+trap 'kill -USR2 "$mpirun_pid" 2>/dev/null' TERM INT
+while :; do
+  status=0
+  wait "$mpirun_pid" || status=$?
+  kill -0 "$mpirun_pid" 2>/dev/null || break  # else wait was interrupted by the trap
+done
+exit "$status"

@@ -46,7 +46,7 @@ Output
 
 Each run lives in DIR/<name>/ (name from its parameters, e.g. b64-np2-ppn2-ring-ckptoff-r1)
 with the trainer's files plus launch.log (its output) and sweep-run.json (parameters,
-status, exit code, wall time). At the end scripts/mpirun/sweep_report.py writes
+status, exit code, wall time). At the end scripts/plot/sweep_report.py writes
 DIR/results.csv, DIR/report.md and DIR/plots/. Exit status: 0 if every run succeeded,
 1 if any failed, 2 for a usage error.
 EOF
@@ -304,7 +304,7 @@ for i in "${!names[@]}"; do
 done
 
 if ((report)); then
-  /usr/bin/python3 "$here/sweep_report.py" "${report_opts[@]}" "$out" || echo "$prog: warning: the report failed" >&2
+  /usr/bin/python3 "$here/../plot/sweep_report.py" "${report_opts[@]}" "$out" || echo "$prog: warning: the report failed" >&2
 fi
 ((interrupted)) && exit 130
 ((failures == 0)) || { echo "$prog: $failures of $total run(s) did not succeed" >&2; exit 1; }

@@ -14,8 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import rundata  # noqa: E402
+import rundata  # noqa: E402  (scripts/plot is first on the path)
 
 DPI = 110
 # Phase colours: compute in blues/greens, communication in oranges/reds, I/O in greys.
@@ -186,12 +185,19 @@ def plot_network(run, out_dir):
 
 def phase_breakdown(totals):
     """Seconds per displayed phase for one rank: all-reduce split into transfer and wait,
-    and `other` = wall time the phases do not cover (start-up, logging, skew)."""
+    and `other` = wall time the phases do not cover (start-up, logging, skew). With overlap
+    the all-reduce counts only with its exposed part (the rest ran beside backward)."""
     ph = totals.get("phases_s") or {}
     out = {}
     for key in ("data", "forward", "backward", "optimizer", "checkpoint", "eval"):
         out[key] = ph.get(key) or 0.0
     ar, wait = ph.get("allreduce") or 0.0, ph.get("wait") or 0.0
+    exposed = ph.get("exposed_comm")
+    if exposed is not None and ar > 0:
+        # Overlapped: only the exposed part of the all-reduce is on the rank's wall clock;
+        # its waiting and transfer are taken in the all-reduce's own proportion.
+        wait *= min(exposed / ar, 1.0)
+        ar = exposed
     out["wait"] = min(wait, ar) if ar else wait
     out["allreduce_net"] = max(ar - wait, 0.0)
     wall = totals.get("wall_s") or 0.0

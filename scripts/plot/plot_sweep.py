@@ -19,8 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import rundata  # noqa: E402
+import rundata  # noqa: E402  (scripts/plot is first on the path)
 import sweepdata  # noqa: E402
 
 DPI = 110

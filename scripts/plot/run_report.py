@@ -8,20 +8,9 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import plot_run  # noqa: E402
-import rundata  # noqa: E402
-from rundata import fmt  # noqa: E402
-
-
-def table(header, body):
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
-    return "\n".join(lines)
-
-
-def pct(v, digits=1):
-    return "" if v is None else f"{100 * v:.{digits}f}"
+import plot_run
+import rundata
+from rundata import fmt, pct, table
 
 
 def build_report(run, plots):
@@ -87,10 +76,25 @@ def build_report(run, plots):
                 "waiting for slower peers, and also the transfer itself when the network is the "
                 "limit (a balanced ring on a slow link shows most of its all-reduce here). "
                 "*All-reduce* is the rest of the all-reduce (reducing, copying, posting "
-                "messages); *other* is wall time no phase accounts for (start-up, logging).",
+                "messages); *other* is wall time no phase accounts for (start-up, logging). "
+                "With overlap (`--overlap on`) both count only the exposed part of the "
+                "all-reduce, the part backward did not hide.",
                 "", table(["Rank", "Host", "Wall (s)", "Data", "Forward", "Backward",
                            "All-reduce", "Waiting", "Optimizer", "Checkpoint", "Eval",
                            "Other"], body), ""]
+        hidden = [r for r in ranks if r.get("hidden_comm_share") is not None]
+        if hidden:
+            body = []
+            for r in hidden:
+                ph = r.get("phases_s") or {}
+                body.append([str(r["rank"]), fmt(ph.get("allreduce"), 2), fmt(ph.get("exposed_comm"), 2),
+                             pct(r["hidden_comm_share"], 1)])
+            out += ["## Communication hidden by backward", "",
+                    "All-reduce: the seconds of every step's communication (loss agreement and "
+                    "gradient buckets); exposed: the part that ran after backward had finished, "
+                    "which the step waited for; hidden: the share that ran beside backward "
+                    f"(overlap {'on' if run.config.get('overlap_active') else 'off'} in this run).",
+                    "", table(["Rank", "All-reduce (s)", "Exposed (s)", "Hidden (%)"], body), ""]
         body = [[str(r["rank"]), fmt(r.get("images_per_s"), 1), fmt(r.get("peak_rss_mb"), 1),
                  fmt(r.get("mean_cpu_percent"), 1), fmt(r.get("mb_sent"), 2),
                  fmt(r.get("mb_received"), 2)] for r in ranks]

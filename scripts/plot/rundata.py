@@ -11,8 +11,10 @@ import math
 import os
 import re
 
-# Phases in the order a step spends them; `wait` is part of `allreduce` in the logs.
-PHASES = ["data", "forward", "backward", "allreduce", "wait", "optimizer", "checkpoint", "eval"]
+# Phases in the order a step spends them; `wait` and `exposed_comm` are parts of `allreduce`
+# in the logs (exposed_comm: what backward did not hide; all of it without overlap).
+PHASES = ["data", "forward", "backward", "allreduce", "exposed_comm", "wait", "optimizer",
+          "checkpoint", "eval"]
 
 
 def _num(x):
@@ -150,7 +152,13 @@ class Run:
         hosts = self.config.get("hosts") or []
         if host is None and rank < len(hosts):
             host = hosts[rank]
+        # The share of the all-reduce that ran beside backward (None for logs from before
+        # overlap, which have no exposed_comm).
+        hidden = _num(entry.get("hidden_comm_share"))
+        if hidden is None and phases.get("exposed_comm") is not None and phases.get("allreduce"):
+            hidden = max(0.0, 1.0 - phases["exposed_comm"] / phases["allreduce"])
         return {"rank": rank, "host": host, "wall_s": wall, "phases_s": phases,
+                "hidden_comm_share": hidden,
                 "peak_rss_mb": peak, "mean_cpu_percent": cpu,
                 "mb_sent": mb("mb_sent", "bytes_sent"),
                 "mb_received": mb("mb_received", "bytes_received"),
@@ -205,6 +213,18 @@ def shares(summary):
             wt.append(w / wall)
     mean = (lambda xs: sum(xs) / len(xs) if xs else None)
     return mean(ar), mean(wt)
+
+
+def pct(v, digits=1):
+    """A fraction as a percentage cell: '' for None."""
+    return "" if v is None else f"{100 * v:.{digits}f}"
+
+
+def table(header, body):
+    """A Markdown table from a header row and body rows."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
+    return "\n".join(lines)
 
 
 def fmt(v, digits=3):

@@ -13,6 +13,7 @@
 #include "train/AsyncTrainerState.h"
 #include "train/CheckpointIo.h"
 #include "train/Evaluate.h"
+#include "train/StopSignals.h"
 #include "train/Versions.h"
 
 namespace ringtrain {
@@ -195,6 +196,8 @@ TrainResult AsyncTrainer::State::train() {
   TrainResult result;
   result.run_dir = run_dir;
   result.stopped_by = "epochs";
+  // From here a stop signal is a request the segments answer (StopSignals.h).
+  set_stop_signals_polled(true);
   train_start = Clock::now();
   last_tick = {Clock::now(), bytes_sent(), bytes_received(), server ? server->updates() : 0};
   const std::int64_t per_update = tickets_per_update();

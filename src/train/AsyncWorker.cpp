@@ -5,16 +5,22 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "common/Random.h"
-#include "train/Trainer.h"
+#include "train/StopSignals.h"
 
 namespace ringtrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// --straggler-ms: an emulated slower node's pause after each gradient.
+void straggle(double milliseconds) {
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(milliseconds));
+}
+
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 void add_to_histogram(std::vector<std::int64_t>& hist, std::int64_t value) {

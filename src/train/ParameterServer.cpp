@@ -30,7 +30,7 @@
 
 #include <fmt/format.h>
 
-#include "train/Trainer.h"
+#include "train/StopSignals.h"
 
 namespace ringtrain {
 

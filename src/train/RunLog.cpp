@@ -1,6 +1,8 @@
 // Run directory writers.
 #include "train/RunLog.h"
 
+#include "train/TensorBoardLog.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -24,7 +26,7 @@ std::string csv_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}
 
 }  // namespace
 
-RunLog::RunLog(const std::filesystem::path& dir, int rank, bool is_root, bool append) : dir_(dir), is_root_(is_root) {
+RunLog::RunLog(const std::filesystem::path& dir, int rank, bool is_root, bool append) : dir_(dir), rank_(rank), is_root_(is_root), append_(append) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) throw std::runtime_error(fmt::format("{}: cannot create run directory: {}", dir_.string(), ec.message()));
@@ -45,10 +47,15 @@ RunLog::~RunLog() {
   if (metrics_file_ != nullptr) std::fclose(metrics_file_);
 }
 
+void RunLog::open_tensorboard(int world) {
+  tensorboard_ = std::make_unique<TensorBoardLog>(dir_, rank_, world, append_);
+}
+
 void RunLog::record(const Json& line) {
   const std::string text = line.dump();
   std::fwrite(text.data(), 1, text.size(), rank_file_);
   std::fputc('\n', rank_file_);
+  if (tensorboard_) tensorboard_->record(line);
 }
 
 void RunLog::metrics(const EpochMetrics& m) {
@@ -57,15 +64,21 @@ void RunLog::metrics(const EpochMetrics& m) {
              csv_number(m.train_loss), csv_number(m.train_accuracy), csv_number(m.test_loss),
              csv_number(m.test_accuracy), csv_number(m.elapsed_s), csv_number(m.images_per_s));
   std::fflush(metrics_file_);
+  if (tensorboard_) tensorboard_->metrics(m);
 }
 
 void RunLog::write_json(const std::string& file_name, const Json& value) const {
+  write_text(file_name, value.dump(2) + "\n");
+}
+
+// Temporary file then rename: a reader never sees half a file.
+void RunLog::write_text(const std::string& file_name, const std::string& text) const {
   const auto path = dir_ / file_name;
   const auto tmp = dir_ / (file_name + ".tmp");
   {
     std::ofstream out(tmp);
     if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", tmp.string()));
-    out << value.dump(2) << '\n';
+    out << text;
     if (!out) throw std::runtime_error(fmt::format("{}: write failed", tmp.string()));
   }
   std::filesystem::rename(tmp, path);
@@ -74,6 +87,7 @@ void RunLog::write_json(const std::string& file_name, const Json& value) const {
 void RunLog::flush() {
   if (rank_file_ != nullptr) std::fflush(rank_file_);
   if (metrics_file_ != nullptr) std::fflush(metrics_file_);
+  if (tensorboard_) tensorboard_->flush();
 }
 
 }  // namespace ringtrain

@@ -1,5 +1,6 @@
 // The run directory's writers (docs/run-directory.md): config.json and metrics.csv and
-// summary.json from rank 0, rank-<r>.jsonl from every rank.
+// summary.json from rank 0, rank-<r>.jsonl from every rank, and the same figures as
+// TensorBoard event files when asked for (TensorBoardLog).
 #pragma once
 
 #include <cstdio>
@@ -7,9 +8,11 @@
 #include <memory>
 #include <string>
 
-#include "train/Json.h"
+#include "common/Json.h"
 
 namespace ringtrain {
+
+class TensorBoardLog;
 
 struct EpochMetrics {
   int epoch = 0;                 // completed epochs, 1-based
@@ -34,17 +37,25 @@ class RunLog {
 
   const std::filesystem::path& dir() const noexcept { return dir_; }
 
+  // From now on also write <dir>/tensorboard/ (TensorBoardLog.h); world: the number of
+  // ranks, for global images/s.
+  void open_tensorboard(int world);
+
   // One JSON object as one line of rank-<r>.jsonl.
   void record(const Json& line);
   void metrics(const EpochMetrics& m);
   void write_json(const std::string& file_name, const Json& value) const;  // root only
+  void write_text(const std::string& file_name, const std::string& text) const;  // root only
   void flush();
 
  private:
   std::filesystem::path dir_;
+  int rank_;
   bool is_root_;
+  bool append_;
   std::FILE* rank_file_ = nullptr;
   std::FILE* metrics_file_ = nullptr;
+  std::unique_ptr<TensorBoardLog> tensorboard_;
 };
 
 }  // namespace ringtrain

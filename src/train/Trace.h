@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "train/Json.h"
+#include "common/Json.h"
 
 namespace ringtrain {
 

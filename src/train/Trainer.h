@@ -49,6 +49,9 @@ class Trainer {
   Trainer(TrainConfig config, Communicator& comm);
   ~Trainer();
 
+  // Trains to the end of config.epochs, --max-steps, the target accuracy, or a stop request
+  // (StopSignals.h). Ranks agree on a stop inside a step (TrainStep): all of them discard
+  // that step's update together and rank 0 checkpoints the last completed step.
   TrainResult run();
 
   // The model after run() (tests compare parameters across runs).
@@ -59,17 +62,6 @@ class Trainer {
   std::unique_ptr<State> s_;
   std::unique_ptr<AsyncTrainer> async_;  // --mode async runs here instead
 };
-
-// SIGTERM / SIGINT: finish the current step, write a checkpoint, stop. Ranks agree on the
-// stop at the next step, so all stop at the same step.
-void install_stop_signal_handlers();
-// Also usable without a signal (tests).
-void request_stop() noexcept;
-bool stop_requested() noexcept;
-void clear_stop_request() noexcept;
-
-// --straggler-ms: the emulated slow rank's pause after each gradient.
-void straggle(double milliseconds);
 
 // FNV-1a 64, for configuration fingerprints.
 std::uint64_t fingerprint64(std::string_view text) noexcept;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tests scripts/mpirun/run.sh: the mpirun line --dry-run prints for given flags (exact
 # substrings, cores fixed with --cores-per-node so the machine does not matter), usage
-# errors exit 2, and a real two-rank launch hands OMP_NUM_THREADS to every rank.
+# errors exit 2, and a real two-rank launch hands OMP_NUM_THREADS to every rank; slurm.sbatch's
+# launch line, and its SIGTERM -> launcher -> requeue path with a fake srun and scontrol.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 run=$here/../../scripts/mpirun/run.sh
@@ -38,6 +39,15 @@ expect_has "$line" "mpirun -np 2 " "--map-by ppr:2:node:PE=2 --bind-to core" \
   "-x OMP_NUM_THREADS=2" "-x OMP_PROC_BIND=close" "-x OMP_PLACES=cores" \
   "build/apps/ringtrain train --model lenet5 --epochs 1"
 expect_not "$line" "--oversubscribe" "--hostfile"
+# SIGTERM to mpirun must leave the ranks time for their checkpoint (not Open MPI's 1 s)...
+expect_has "$line" "--mca odls_base_sigkill_timeout 30"
+# ...unless the caller chose the value.
+line=$("$run" --dry-run --cores-per-node 4 -np 2 --mpirun-arg --mca --mpirun-arg odls_base_sigkill_timeout \
+  --mpirun-arg 90 train)
+expect_has "$line" "--mca odls_base_sigkill_timeout 90"
+expect_not "$line" "odls_base_sigkill_timeout 30"
+line=$(OMPI_MCA_odls_base_sigkill_timeout=5 "$run" --dry-run --cores-per-node 4 -np 2 train)
+expect_not "$line" "odls_base_sigkill_timeout"
 if [[ $(id -u) -eq 0 ]]; then
   [[ $line == "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun "* ]] ||
     fail "as root the line must start with the Open MPI root variables: $line"
@@ -121,7 +131,60 @@ line=$(env DRY_RUN=1 LAUNCHER=mpirun RINGTRAIN_REPO="$here/../.." TMPDIR="$tmp" 
   SLURM_NTASKS_PER_NODE=2 SLURM_CPUS_PER_TASK=3 SLURM_CPUS_ON_NODE=6 RUN_DIR="$tmp/run" \
   bash "$sbatch" train --model vgg11 | tail -1)
 expect_has "$line" "-np 2 --hostfile $tmp/ringtrain-hosts-7 --map-by ppr:2:node:PE=3" \
-  "-x OMP_NUM_THREADS=3" "train --model vgg11 --run-dir $tmp/run"
+  "-x OMP_NUM_THREADS=3" "train --model vgg11 --run-dir $tmp/run --resume auto"
+line=$(env DRY_RUN=1 RINGTRAIN_REPO="$here/../.." RUN_DIR="$tmp/run" bash "$sbatch" train --resume "$tmp/x.rtck" |
+  tail -1)
+expect_has "$line" "train --resume $tmp/x.rtck --run-dir $tmp/run"
+expect_not "$line" "--resume auto"
+for directive in "#SBATCH --signal=B:TERM@120" "#SBATCH --requeue"; do
+  grep -qx -- "$directive" "$sbatch" || fail "slurm.sbatch lacks '$directive'"
+done
+
+# 9. slurm.sbatch passes SIGTERM on to the launcher (a fake srun standing in for Slurm's),
+# waits for it to stop, and requeues the job (a fake scontrol records the request).
+mkdir -p "$tmp/fake"
+cat >"$tmp/fake/srun" <<FAKE
+#!/bin/bash
+echo "\$*" > "$tmp/srun.args"
+sleep 60 &
+trap 'echo TERM > "$tmp/srun.term"; kill \$!; exit 0' TERM
+wait
+FAKE
+cat >"$tmp/fake/scontrol" <<FAKE
+#!/bin/bash
+echo "\$*" >> "$tmp/scontrol.log"
+FAKE
+chmod +x "$tmp/fake/srun" "$tmp/fake/scontrol"
+env PATH="$tmp/fake:$PATH" RINGTRAIN_REPO="$here/../.." SLURM_JOB_ID=9 SLURM_JOB_NUM_NODES=1 \
+  RUN_DIR="$tmp/run9" bash "$sbatch" >"$tmp/sbatch.out" 2>&1 &
+sbatch_pid=$!
+for _ in $(seq 1 100); do [[ -s $tmp/srun.args ]] && break; sleep 0.1; done
+[[ -s $tmp/srun.args ]] || fail "slurm.sbatch did not start srun: $(cat "$tmp/sbatch.out")"
+expect_has "$(cat "$tmp/srun.args")" "--mpi=pmix" "train --model lenet5" "--run-dir $tmp/run9 --resume auto"
+kill -TERM "$sbatch_pid"
+wait "$sbatch_pid"
+rc=$?
+[[ -s $tmp/srun.term ]] || fail "srun did not get the SIGTERM: $(cat "$tmp/sbatch.out")"
+[[ $rc -eq 0 ]] || fail "slurm.sbatch exited $rc after srun stopped cleanly: $(cat "$tmp/sbatch.out")"
+[[ $(cat "$tmp/scontrol.log" 2>/dev/null) == "requeue 9" ]] || fail "slurm.sbatch did not requeue job 9"
+
+# 10. The mpirun environment has one home: sourcing run.sh defines its helpers and runs
+# nothing (no launch, no change to the caller's shell options), and the scripts that start
+# mpirun or ctest themselves take the root-only variables from it.
+out=$(bash -c 'set +eu; source "$1" -np 9 train; echo "threads=$(threads_per_rank 3 8) $(threads_per_rank 4 2)"
+  needs_oversubscribe 3 2 && echo over; needs_oversubscribe 2 2 || echo fits
+  mpirun_root_env; echo "root_env=${MPIRUN_ROOT_ENV[*]}"; [[ $- == *e* ]] && echo errexit' _ "$run" 2>&1)
+expect_has "$out" "threads=2 1" "over" "fits"
+expect_not "$out" "errexit" "mpirun"
+if [[ $(id -u) -eq 0 ]]; then
+  expect_has "$out" "root_env=OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+else
+  expect_has "$out" "root_env="
+fi
+for script in scripts/quickstart.sh scripts/test.sh scripts/mpirun/cluster.sh; do
+  ! grep -q "OMPI_ALLOW_RUN_AS_ROOT" "$here/../../$script" || fail "$script sets the root-only variables itself"
+done
+grep -q 'scripts/mpirun/run.sh -np "$np"' "$here/../../scripts/quickstart.sh" || fail "quickstart.sh does not launch through run.sh"
 
 if ((fails)); then
   echo "test_run_sh: $fails failure(s)"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tests scripts/mpirun/sweep_report.py on a fabricated sweep directory: results.csv has the
+"""Tests scripts/plot/sweep_report.py on a fabricated sweep directory: results.csv has the
 documented columns and one row per run with the values of the fabricated runs (computed
 here from fake_run's plan, not read back from the report), a failed run is a row with its
 status and error and does not stop the report, report.md has the course-report tables, and
@@ -17,7 +17,7 @@ REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import fake_run  # noqa: E402
 
-REPORT = os.path.join(REPO, "scripts", "mpirun", "sweep_report.py")
+REPORT = os.path.join(REPO, "scripts", "plot", "sweep_report.py")
 EXPECTED_COLUMNS = [
     "name", "model", "dataset", "scaling", "batch_size", "per_rank_batch", "global_batch",
     "ranks", "ppn", "nodes", "allreduce", "checkpoint", "repeat", "status", "exit_code",
@@ -177,6 +177,21 @@ def main():
     os.makedirs(empty)
     p = subprocess.run([sys.executable, REPORT, empty], capture_output=True, text=True)
     check(p.returncode == 1 and "no runs" in p.stderr, f"empty sweep: {p.returncode} {p.stderr}")
+
+    # One home for each helper: the report scripts live in scripts/plot beside the modules
+    # they import (no sys.path edits, so they also run from another directory), and the
+    # Markdown helpers are defined once.
+    p = subprocess.run([sys.executable, REPORT, "--no-plots", sweep], capture_output=True, text=True,
+                       cwd=tempfile.gettempdir())
+    check(p.returncode == 0, f"sweep_report.py from another directory: {p.returncode} {p.stderr}")
+    scripts = [os.path.join(root, f) for root, _, files in os.walk(os.path.join(REPO, "scripts"))
+               for f in files if f.endswith(".py")]
+    for helper in ("def table(", "def pct("):
+        homes = [os.path.relpath(f, REPO) for f in scripts if helper in open(f).read()]
+        check(homes == ["scripts/plot/rundata.py"], f"{helper}...) defined in {homes}")
+    edits = [os.path.relpath(f, REPO) for f in scripts
+             if "plot" in f and "sys.path" in open(f).read()]
+    check(not edits, f"sys.path edits in {edits}")
 
     if failures:
         for msg in failures:

@@ -2,13 +2,16 @@
 # End-to-end checks of `ringtrain` under mpirun: run directory contents, the merged trace,
 # SIGTERM + resume bit-identical to an uninterrupted run, a SIGKILLed rank never hangs the
 # job, and every bad input (config mismatch, corrupt or foreign checkpoint, NaN loss,
-# usage errors) gives its one-line error on every rank and a non-zero exit.
+# usage errors) gives its one-line error on every rank and a non-zero exit; TensorBoard event
+# files decode and match the logs; --config files apply, lose to flags, round-trip, and
+# fail in one line naming the file and the key.
 # Usage: cli_test.sh <ringtrain binary> <case>
 set -uo pipefail
 
 bin=$1
 case_name=$2
 py=/usr/bin/python3
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=$(mktemp -d /tmp/ringtrain_cli_test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
@@ -25,6 +28,7 @@ expect_fail() {  # expect_fail <log> <expected exit: nonzero|2> <pattern> <ranks
     grep -qE "ringtrain: \[rank $r\] error: .*$pattern" "$log" || { cat "$log" >&2; fail "rank $r did not report '$pattern'"; }
   done
 }
+step_records() { local n; n=$(grep -c '"type":"step"' "$1" 2>/dev/null); echo "${n:-0}"; }
 params_crc() { "$bin" inspect "$1" | $py -c 'import json,sys; print(json.load(sys.stdin)["sections"]["params_crc32"])'; }
 
 case $case_name in
@@ -67,8 +71,30 @@ for rk in s["ranks"]:
     assert rk["peak_rss_mb"] > 0 and rk["mb_sent"] > 0
 t = json.loads((d / "trace.json").read_text())
 names = {e["name"] for e in t["traceEvents"]}
-assert {"forward", "backward", "all-reduce"} <= names, names
+assert {"forward", "backward", "all-reduce wait", "agreement", "all-reduce"} <= names, names
 assert {e["pid"] for e in t["traceEvents"]} == {0, 1}
+# Exposed communication: present, consistent, and the same in the step records, summary
+# and trace. The communication thread ran (overlap is the default at np 2).
+assert cfg["overlap"] is True and cfg["overlap_active"] is True, cfg
+for r in (0, 1):
+    steps = [json.loads(l) for l in open(d / f"rank-{r}.jsonl") if '"type":"step"' in l]
+    rank_sum = {"allreduce": 0.0, "exposed_comm": 0.0}
+    for x in steps:
+        assert 0.0 <= x["exposed_comm_s"] <= x["allreduce_s"] + 1e-9, x
+        ops = x["comm_slices"]
+        assert len(ops) == 1 + cfg["buckets"], ops  # the agreement, then every bucket
+        assert all(a <= b <= 1e-9 for a, b in ops) and all(ops[i][0] >= ops[i - 1][1] - 1e-9 for i in range(1, len(ops)))
+        # The operations' durations are what allreduce_s adds up.
+        assert abs(sum(b - a for a, b in ops) - x["allreduce_s"]) <= 1e-6, (ops, x["allreduce_s"])
+        rank_sum["allreduce"] += x["allreduce_s"]
+        rank_sum["exposed_comm"] += x["exposed_comm_s"]
+    ph = s["ranks"][r]["phases_s"]
+    for k, v in rank_sum.items():
+        assert abs(ph[k] - v) <= 1e-6 + 1e-9 * v, (k, ph[k], v)
+    share = s["ranks"][r]["hidden_comm_share"]
+    assert 0.0 <= share <= 1.0 and abs(share - (1.0 - ph["exposed_comm"] / ph["allreduce"])) <= 1e-9, share
+    comm_row = [e for e in t["traceEvents"] if e["pid"] == r and e.get("tid") == 1 and e["ph"] == "X"]
+    assert len(comm_row) == len(steps) * (1 + cfg["buckets"]), len(comm_row)
 PY
   ;;
 resume_sigterm)
@@ -99,6 +125,80 @@ resume_sigterm)
   final=$(ls "$work/cut/checkpoints"/ckpt-*.rtck | tail -1)
   [[ $(basename "$final") == $(basename "$ref") ]] || fail "resumed run ended at $final, reference at $ref"
   [[ $(params_crc "$final") == $(params_crc "$ref") ]] || fail "resumed parameters differ from the uninterrupted run"
+  # The resumed run added event files beside the first run's; together they match the
+  # appended logs.
+  [[ $(ls "$work/cut/tensorboard/epoch" | wc -l) -eq 2 ]] || fail "resume did not add a second event file"
+  $py "$here/tensorboard_check.py" "$work/cut" 2 || fail "event files of the resumed run do not match its logs"
+  ;;
+signal_storm)
+  # SIGTERM every 150 us at a training process whose Linear layers run oneDNN 2.6.3's jit
+  # GEMM (it moves the stack pointer into the heap): with a signal handler on a compute
+  # thread this aborted 4 runs of 4 with heap corruption; taken by the signal thread
+  # (StopSignals.h), every run must stop cleanly with a checkpoint that loads.
+  for ((i = 1; i <= ${RINGTRAIN_STORM_RUNS:-5}; i++)); do
+    "$bin" train --model mlp --dataset synthetic --synthetic-shape 3x32x32 --synthetic-train 4096 \
+      --synthetic-test 64 --batch-size 128 --epochs 100 --quiet --run-dir "$work/s$i" > "$work/s$i.log" 2>&1 &
+    pid=$!
+    # The first step record: the loop polls the stop flag from then on.
+    for _ in $(seq 1 600); do
+      grep -q '"type":"step"' "$work/s$i/rank-0.jsonl" 2>/dev/null && break
+      sleep 0.05
+    done
+    grep -q '"type":"step"' "$work/s$i/rank-0.jsonl" || { kill -KILL $pid; cat "$work/s$i.log" >&2; fail "run $i: no step within 30 s"; }
+    $py - "$pid" <<'PY'
+import os, signal, sys, time
+pid, deadline = int(sys.argv[1]), time.monotonic() + 60
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        break
+    time.sleep(150e-6)
+PY
+    wait $pid
+    code=$?
+    [[ $code -eq 0 ]] || { cat "$work/s$i.log" >&2; fail "run $i under a SIGTERM storm exited $code"; }
+    ck=$(ls "$work/s$i/checkpoints"/ckpt-*.rtck 2>/dev/null | tail -1)
+    [[ -n $ck ]] || fail "run $i: no checkpoint after the stop"
+    "$bin" inspect "$ck" > /dev/null || fail "run $i: checkpoint $ck does not load"
+    grep -q '"stopped_by": *"signal"' "$work/s$i/summary.json" || fail "run $i: summary does not say stopped by signal"
+  done
+  ;;
+sigterm_mpirun_slow)
+  # SIGTERM to the launcher (kill, Slurm preemption) while steps take longer than Open MPI's
+  # 1 s odls_base_sigkill_timeout: run.sh passes it to mpirun as SIGUSR2, which mpirun
+  # forwards at once, and the ranks stop inside their step, checkpoint the last completed
+  # step and exit 0. (SIGTERM to a bare mpirun reaches the ranks only after that timeout,
+  # SIGKILL follows as long after, and mpirun exits 1 whatever the ranks do.)
+  run_sh=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts/mpirun" && pwd)/run.sh
+  "$run_sh" --bin "$bin" -np 2 --threads 1 --no-bind -- train --model vgg11 --dataset synthetic \
+    --synthetic-shape 3x32x32 --synthetic-train 4096 --synthetic-test 64 --batch-size 64 --epochs 1 --quiet \
+    --run-dir "$work/slow" > "$work/slow.log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 600); do
+    (( $(step_records "$work/slow/rank-0.jsonl") >= 1 )) && break
+    sleep 0.2
+  done
+  (( $(step_records "$work/slow/rank-0.jsonl") >= 1 )) \
+    || { kill -KILL $launcher; cat "$work/slow.log" >&2; fail "no step within 120 s"; }
+  kill -TERM $launcher
+  wait $launcher
+  code=$?
+  [[ $code -eq 0 ]] || { cat "$work/slow.log" >&2; fail "SIGTERM to mpirun: exit $code, expected 0"; }
+  ck=$(ls "$work/slow/checkpoints"/ckpt-*.rtck 2>/dev/null | tail -1)
+  [[ -n $ck ]] || { cat "$work/slow.log" >&2; fail "no checkpoint after SIGTERM to mpirun"; }
+  $py - "$work/slow" "$("$bin" inspect "$ck")" <<'PY' || fail "checkpoint or summary after SIGTERM to mpirun"
+import json, pathlib, sys
+d, header = pathlib.Path(sys.argv[1]), json.loads(sys.argv[2])
+steps = [json.loads(l) for l in open(d / "rank-0.jsonl") if '"type":"step"' in l]
+# The premise: these steps are longer than Open MPI's default 1 s grace period.
+longest = max(x["forward_s"] + x["backward_s"] + x["allreduce_s"] for x in steps)
+assert longest > 1.0, f"steps of {longest:.2f}s do not test a stop slower than 1 s"
+s = json.loads((d / "summary.json").read_text())
+assert s["stopped_by"] == "signal", s["stopped_by"]
+# The checkpoint holds the last completed step, the one the summary reports.
+assert header["global_step"] == s["steps"] == sum(x["steps"] for x in steps), (header["global_step"], s["steps"])
+PY
   ;;
 sigkill)
   "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 8192 --epochs 50 --checkpoint-every-steps 20 \
@@ -166,6 +266,92 @@ usage)
   grep -q "train" "$work/help" || fail "--help does not list train"
   "$bin" train --help > "$work/help" || fail "train --help exited non-zero"
   grep -q -- "--allreduce" "$work/help" || fail "train --help does not list --allreduce"
+  ;;
+tensorboard)
+  # Long enough (2 ranks x 3 epochs) for resource samples, taken once a second.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 4096 --epochs 3 --log-every 4 \
+    --run-dir "$work/tb" || fail "training failed"
+  grep -q '"type":"resource"' "$work/tb/rank-1.jsonl" || fail "no resource record: the run was too short"
+  $py "$here/tensorboard_check.py" "$work/tb" 2 || fail "event files do not match the logs"
+  # The check can fail: one flipped payload byte is a CRC mismatch.
+  cp -r "$work/tb" "$work/tb-bad"
+  ev=$(ls "$work/tb-bad/tensorboard/rank-1"/events.out.tfevents.*)
+  printf '\x55' | dd of="$ev" bs=1 seek=$(($(stat -c %s "$ev") - 10)) conv=notrunc status=none
+  $py "$here/tensorboard_check.py" "$work/tb-bad" 2 > "$work/log" 2>&1 && fail "a corrupt event file passed"
+  grep -q "bad data CRC" "$work/log" || { cat "$work/log" >&2; fail "corrupt event file: no CRC error"; }
+  # A new run in the same directory replaces the old event files (as it truncates
+  # metrics.csv), so the check against the new logs passes.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --run-dir "$work/tb" || fail "second run failed"
+  $py "$here/tensorboard_check.py" "$work/tb" 2 || fail "a rerun mixed old and new event files"
+  "$bin" train "${data[@]}" --epochs 1 --no-tensorboard --run-dir "$work/notb" || fail "--no-tensorboard run failed"
+  [[ -e $work/notb/metrics.csv && ! -e $work/notb/tensorboard ]] || fail "--no-tensorboard wrote tensorboard/"
+  ;;
+config_file)
+  json_get() { $py -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1/config.json" "$2"; }
+  cat > "$work/a.toml" <<'TOML'
+# keys with '-' or '_'
+model = "lenet5"
+dataset = "synthetic"
+synthetic_train = 512
+synthetic-test = 200
+epochs = 2
+batch_size = 16
+lr = 0.03
+no-normalize = true
+augment = true
+quiet = true
+TOML
+  "$bin" train --config "$work/a.toml" --run-dir "$work/a" || fail "training from a config file failed"
+  [[ $(json_get "$work/a" epochs) == 2 && $(json_get "$work/a" batch_size) == 16 && $(json_get "$work/a" lr) == 0.03 &&
+     $(json_get "$work/a" normalize) == False && $(json_get "$work/a" augment) == True &&
+     $(json_get "$work/a" synthetic_train) == 512 ]] || { cat "$work/a/config.json"; fail "config file values not applied"; }
+  # Command-line flags win over the file, the file over the defaults.
+  "$bin" train --config "$work/a.toml" --epochs 1 --lr 0.05 --normalize-not-a-flag 2>/dev/null &&
+    fail "an unknown flag beside --config was accepted"
+  "${mpi[@]}" -np 2 "$bin" train --epochs 1 --config "$work/a.toml" --lr 0.05 --run-dir "$work/b" || fail "override run failed"
+  [[ $(json_get "$work/b" epochs) == 1 && $(json_get "$work/b" lr) == 0.05 && $(json_get "$work/b" batch_size) == 16 &&
+     $(json_get "$work/b" normalize) == False ]] || { cat "$work/b/config.json"; fail "flags did not override the file"; }
+  # config.toml reruns the run: the same config.json but for this run's own paths.
+  "$bin" train --config "$work/a/config.toml" --run-dir "$work/c" || fail "rerun from config.toml failed"
+  $py - "$work/a/config.json" "$work/c/config.json" <<'PY' || fail "config.toml did not round-trip to the same config.json"
+import json, sys
+a, c = (json.load(open(p)) for p in sys.argv[1:])
+for d in (a, c):
+    d.pop("checkpoint_dir")
+assert a == c, {k: (a.get(k), c.get(k)) for k in set(a) | set(c) if a.get(k) != c.get(k)}
+PY
+  # The same keys (a value may be spelled anew: CLI11 stores --overlap on as 1).
+  diff <(cut -d= -f1 "$work/a/config.toml") <(cut -d= -f1 "$work/c/config.toml") || fail "config.toml of the rerun differs"
+  # A [train] section is read too.
+  printf '[train]\nepochs = 1\n' | cat - <(grep -v epochs "$work/a.toml") > "$work/section.toml"
+  "$bin" train --config "$work/section.toml" --run-dir "$work/s" || fail "[train] section"
+  [[ $(json_get "$work/s" epochs) == 1 ]] || fail "[train] section not applied"
+  # Bad files: exit 2 on every rank, one line naming the file and the key, nothing written.
+  bad() {  # bad <name> <file contents> <expected pattern>
+    printf '%s\n' "$2" > "$work/$1.toml"
+    "${mpi[@]}" -np 2 "$bin" train --config "$work/$1.toml" --run-dir "$work/bad-$1" > "$work/log" 2>&1
+    local code=$?
+    [[ $code -ne 0 ]] || fail "$1: exit 0"
+    # Every ringtrain line is the error (the rest is mpirun's own report).
+    [[ $(grep -c "^ringtrain: usage error: config file $work/$1.toml: $3" "$work/log") -eq 2 &&
+       $(grep -c "^ringtrain" "$work/log") -eq 2 ]] ||
+      { cat "$work/log" >&2; fail "$1: expected one line per rank matching '$3'"; }
+    [[ ! -e $work/bad-$1 ]] || fail "$1: a run directory was created"
+    "$bin" train --config "$work/$1.toml" > "$work/log1" 2>&1
+    code=$?
+    [[ $code -eq 2 && $(wc -l < "$work/log1") -eq 1 ]] || { cat "$work/log1" >&2; fail "$1: exit $code, expected 2 and one line"; }
+  }
+  bad unknown 'epochs = 1
+epoch = 3' "unknown key 'epoch'"
+  bad type 'epochs = "three"' "key 'epochs': .*three"
+  bad member 'model = "resnet999"' "key 'model': .*resnet999"
+  bad section '[eval]
+epochs = 1' "unknown key 'eval.epochs'"
+  bad notconfig 'config = "other.toml"' "key 'config' cannot be set"
+  "$bin" train --config "$work/missing.toml" > "$work/log" 2>&1
+  code=$?
+  [[ $code -eq 2 && $(wc -l < "$work/log") -eq 1 ]] && grep -q "config file $work/missing.toml: cannot read" "$work/log" ||
+    { cat "$work/log" >&2; fail "missing config file: exit $code"; }
   ;;
 *)
   fail "unknown case $case_name"

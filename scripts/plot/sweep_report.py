@@ -10,13 +10,13 @@ import csv
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "plot"))
-import plot_run  # noqa: E402
-import plot_sweep  # noqa: E402
-import run_report  # noqa: E402
-import rundata  # noqa: E402
-import sweepdata  # noqa: E402
-from rundata import fmt  # noqa: E402
+# Python puts this script's directory (scripts/plot) first on the module path.
+import plot_run
+import plot_sweep
+import run_report
+import rundata
+import sweepdata
+from rundata import fmt, pct, table
 
 
 def write_csv(rows, path):
@@ -27,16 +27,6 @@ def write_csv(rows, path):
             w.writerow({k: ("" if r.get(k) is None else
                             (f"{r[k]:.6g}" if isinstance(r[k], float) else r[k]))
                         for k in sweepdata.COLUMNS})
-
-
-def table(header, body):
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
-    return "\n".join(lines)
-
-
-def pct(v, digits=1):
-    return "" if v is None else f"{100 * v:.{digits}f}"
 
 
 def mean_sd(g, key, digits=2):
