@@ -182,6 +182,34 @@ void Commands::add_train(CLI::App& app) {
                 "all buckets after backward; the results are bit-identical)")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
+  t->add_option("--mode", c.mode,
+                "sync: every rank computes, gradients all-reduced each step; async: ranks 0..S-1 are parameter "
+                "servers, the others workers that pull, compute and push without waiting for each other")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sync", "async"}));
+  t->add_option("--servers", c.servers, "async: number of parameter-server ranks S (< ranks)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  t->add_option("--max-staleness", c.max_staleness,
+                "async: a worker waits while it is more than K steps ahead of the slowest (stale-synchronous "
+                "parallel); 0 is synchronous, -1 unbounded")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1 << 30));
+  t->add_option("--straggler-ms", c.straggler_ms,
+                "async experiments: the last worker sleeps this many milliseconds after each gradient, an emulated "
+                "slower node (0: off)")
+      ->capture_default_str();
+  // Flags of the other mode are mistakes, not no-ops: say so before MPI starts.
+  t->parse_complete_callback([this, t] {
+    if (train_config_.mode == "async" && (t->count("--allreduce") > 0 || t->count("--bucket-mb") > 0)) {
+      throw CLI::ValidationError("--mode async", "--allreduce and --bucket-mb apply to --mode sync; --mode async "
+                                                 "exchanges gradients through its parameter servers");
+    }
+    if (train_config_.mode == "sync" &&
+        (t->count("--servers") > 0 || t->count("--max-staleness") > 0 || t->count("--straggler-ms") > 0)) {
+      throw CLI::ValidationError("--mode sync", "--servers, --max-staleness and --straggler-ms apply to --mode async");
+    }
+  });
   t->add_option("--eval-every", c.eval_every, "Evaluate every N epochs (0: only at the end)")->capture_default_str();
   t->add_option("--log-every", c.log_every, "Steps per timing record in rank-<r>.jsonl")->capture_default_str();
   t->add_option("--run-dir", c.run_dir, "Run directory (default: runs/<time>-<model>-np<N>)");

@@ -40,6 +40,17 @@ void TrainConfig::validate() const {
   require(checkpoint_every >= 0, "--checkpoint-every must be >= 0");
   require(checkpoint_every_steps >= 0, "--checkpoint-every-steps must be >= 0");
   require(keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
+  require(mode == "sync" || mode == "async", fmt::format("--mode must be sync or async (got '{}')", mode));
+  require(straggler_ms >= 0.0, fmt::format("--straggler-ms must be >= 0 (got {})", straggler_ms));
+  require(servers >= 1, fmt::format("--servers must be >= 1 (got {})", servers));
+  require(max_staleness >= -1, fmt::format("--max-staleness must be >= 0, or -1 for unbounded (got {})", max_staleness));
+  if (mode == "async") {
+    require(accumulate == 1, "--accumulate applies to --mode sync (an async worker pushes every batch's gradient)");
+    require(global_batch_size == 0, "--global-batch-size applies to --mode sync; give each worker's --batch-size");
+    require(lr_scaling == "none", "--lr-scaling linear applies to --mode sync (it scales by the all-reduced batch)");
+    require(optimizer.name != "lars" || servers == 1,
+            "--optimizer lars needs whole tensors on one server: use --servers 1 with --mode async");
+  }
   require(resume != "auto" || !run_dir.empty() || !checkpoint_dir.empty(),
           "--resume auto looks in the checkpoint directory of this run, and the default run directory is new "
           "every time: also pass --run-dir (or --checkpoint-dir) of the run to continue");
@@ -98,6 +109,12 @@ Json TrainConfig::to_json() const {
   j.set("compress", compress);
   j.set("bucket_mb", bucket_mb);
   j.set("overlap", overlap);
+  j.set("mode", mode);
+  if (straggler_ms > 0.0) j.set("straggler_ms", straggler_ms);
+  if (mode == "async") {
+    j.set("servers", servers);
+    j.set("max_staleness", max_staleness);
+  }
   j.set("eval_every", eval_every);
   j.set("log_every", log_every);
   j.set("tensorboard", tensorboard);

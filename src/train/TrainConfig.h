@@ -47,6 +47,10 @@ struct TrainConfig {
   std::string compress = "none";     // gradient transport: none | bf16 | fp16
   double bucket_mb = 4.0;            // gradient bucket size
   bool overlap = true;               // reduce buckets beside backward (a communication thread)
+  std::string mode = "sync";         // sync (all-reduce) | async (parameter servers)
+  int servers = 1;                   // async: ranks 0..servers-1 serve, the rest work
+  int max_staleness = -1;            // async: SSP bound K in clocks; -1 unbounded, 0 synchronous
+  double straggler_ms = 0.0;         // async: the last worker sleeps this long per step (a straggler)
 
   // Evaluation and logging.
   int eval_every = 1;                // epochs

@@ -22,6 +22,7 @@
 #include "train/Progress.h"
 #include "train/ResourceMonitor.h"
 #include "train/RunLog.h"
+#include "train/AsyncTrainer.h"
 #include "train/StopSignals.h"
 #include "train/TrainerState.h"
 #include "train/TrainStep.h"
@@ -54,11 +55,16 @@ Trainer::Trainer(TrainConfig config, Communicator& comm) : s_(std::make_unique<S
 Trainer::~Trainer() = default;
 
 const Model& Trainer::model() const {
+  if (async_) return async_->model();
   if (!s_->model) throw std::logic_error("Trainer::model() before run()");
   return *s_->model;
 }
 
 TrainResult Trainer::run() {
+  if (s_->config.mode == "async") {
+    async_ = std::make_unique<AsyncTrainer>(s_->config, s_->comm);
+    return async_->run();
+  }
   s_->setup();
   return s_->train();
 }

@@ -16,6 +16,7 @@
 namespace ringtrain {
 
 class Model;
+class AsyncTrainer;
 
 // An error every rank raises together (a configuration mismatch, a bad checkpoint, a NaN
 // loss): the apps report it on every rank and exit without MPI_Abort.
@@ -59,6 +60,7 @@ class Trainer {
  private:
   struct State;
   std::unique_ptr<State> s_;
+  std::unique_ptr<AsyncTrainer> async_;  // --mode async runs here instead
 };
 
 // FNV-1a 64, for configuration fingerprints.
