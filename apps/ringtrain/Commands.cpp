@@ -244,7 +244,9 @@ int Commands::run_local() {
     return 0;
   }
   if (trace_->parsed()) {
-    const auto [path, events] = write_trace(trace_dir_, trace_out_);
+    std::vector<std::string> warnings;
+    const auto [path, events] = write_trace(trace_dir_, trace_out_, warnings);
+    for (const auto& w : warnings) fmt::print(stderr, "ringtrain: warning: {}\n", w);
     fmt::print("wrote {} ({} events): open it in https://ui.perfetto.dev or chrome://tracing\n", path.string(), events);
     return 0;
   }

@@ -202,15 +202,21 @@ def ringtrain_throughput(run_dir, work, np_):
         return None
     steps, pauses = [], []
     with open(path) as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if rec.get("type") == "step" and "t" in rec and "step" in rec:
-                steps.append(rec)
-            elif rec.get("type") in ("eval", "checkpoint") and "t" in rec:
-                pauses.append(rec)
+        lines = f.read().split("\n")
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            # A killed rank leaves a torn last line; anything else unreadable is said too.
+            what = "truncated last line" if i == len(lines) else "unreadable line"
+            print(f"warning: {path}:{i}: ignoring a {what}", file=sys.stderr)
+            continue
+        if isinstance(rec, dict) and rec.get("type") == "step" and "t" in rec and "step" in rec:
+            steps.append(rec)
+        elif isinstance(rec, dict) and rec.get("type") in ("eval", "checkpoint") and "t" in rec:
+            pauses.append(rec)
     steps.sort(key=lambda r: r["step"])
     if len(steps) <= work.warmup + 1:
         return None

@@ -34,6 +34,8 @@ class RunLog {
 
   const std::filesystem::path& dir() const noexcept { return dir_; }
 
+  // Every write throws std::runtime_error naming the file when it fails (a full disk):
+  // a run never goes on with logs that silently stopped.
   // One JSON object as one line of rank-<r>.jsonl.
   void record(const Json& line);
   void metrics(const EpochMetrics& m);
@@ -43,6 +45,8 @@ class RunLog {
  private:
   std::filesystem::path dir_;
   bool is_root_;
+  std::filesystem::path rank_path_;
+  std::filesystem::path metrics_path_;
   std::FILE* rank_file_ = nullptr;
   std::FILE* metrics_file_ = nullptr;
 };
