@@ -61,7 +61,7 @@ void parameter_server_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
       float* dst = data.data() + chunk_begin(c);
       const std::size_t n = chunk_size(c);
       for (int w = 0; w < workers; ++w) {
-        timed_wait(&recv_requests[(c % 2) * workers + w], stats);
+        timed_wait(&recv_requests[(c % 2) * workers + w], stats, w + 1, "receive");
         stats.bytes_received += n * sizeof(float);
         if (mean && w == workers - 1) {
           reduce_add_scale(dst, buffer(c, w), n, scale);
@@ -77,7 +77,7 @@ void parameter_server_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
         stats.bytes_sent += n * sizeof(float);
       }
     }
-    timed_waitall(static_cast<int>(send_requests.size()), send_requests.data(), stats);
+    timed_waitall(static_cast<int>(send_requests.size()), send_requests.data(), stats, StallRecord::kAllRanks, "send");
   } else {
     // Push every chunk at once, then pull the results back into place; a chunk's region
     // is only overwritten after its push has completed.
@@ -89,12 +89,12 @@ void parameter_server_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
     }
     std::vector<MPI_Request> pull(chunks, MPI_REQUEST_NULL);
     for (std::size_t c = 0; c < chunks; ++c) {
-      timed_wait(&push[c], stats);
+      timed_wait(&push[c], stats, 0, "send");
       RINGTRAIN_MPI_CHECK(MPI_Irecv(data.data() + chunk_begin(c), static_cast<int>(chunk_size(c)),
                                     MPI_FLOAT, 0, kPullTag, comm, &pull[c]));
       stats.bytes_received += chunk_size(c) * sizeof(float);
     }
-    timed_waitall(static_cast<int>(pull.size()), pull.data(), stats);
+    timed_waitall(static_cast<int>(pull.size()), pull.data(), stats, 0, "receive");
   }
 }
 

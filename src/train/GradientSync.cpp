@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "collectives/StallRecord.h"
+
 namespace ringtrain {
 
 GradientSync::GradientSync(Communicator& comm, AllreduceAlgo algo, std::size_t num_params, double bucket_mb)
@@ -21,9 +23,11 @@ GradientSync::GradientSync(Communicator& comm, AllreduceAlgo algo, std::size_t n
 
 void GradientSync::average(std::span<float> grads) {
   if (comm_.size() == 1) return;  // the mean over one rank is the identity
-  for (const auto& [offset, count] : buckets_) {
-    comm_.allreduce(grads.subspan(offset, count), algo_, /*mean=*/true);
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    StallRecord::instance().set_bucket(static_cast<int>(b), static_cast<int>(buckets_.size()));  // stall watchdog
+    comm_.allreduce(grads.subspan(buckets_[b].first, buckets_[b].second), algo_, /*mean=*/true);
   }
+  StallRecord::instance().set_bucket(-1, static_cast<int>(buckets_.size()));
 }
 
 }  // namespace ringtrain

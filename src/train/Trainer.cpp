@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/StallRecord.h"
 #include "common/Random.h"
 #include "datasets/DistributedSampler.h"
 #include "nn/Model.h"
@@ -251,6 +252,7 @@ TrainResult Trainer::State::train() {
     const double epoch_seconds_before = epoch_seconds;
 
     for (; step_in_epoch < steps_per_epoch; ++step_in_epoch) {
+      StallRecord::instance().set_step(global_step + 1);  // what the stall watchdog reports
       PhaseTimes t;
       double step_loss = 0.0;
       double step_correct = 0.0;

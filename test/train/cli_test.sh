@@ -4,7 +4,8 @@
 # job, and every bad input (config mismatch, corrupt or foreign checkpoint, damaged
 # checkpoint metadata, a directory as checkpoint, sizes beyond memory, NaN loss, usage
 # errors, a full disk under a log) gives its one-line error on every rank and a non-zero
-# exit; a log cut off mid-line is read with a warning.
+# exit; a log cut off mid-line is read with a warning; a stopped rank ends the job through
+# the stall watchdog.
 # Usage: cli_test.sh <ringtrain binary> <case>
 set -uo pipefail
 
@@ -289,6 +290,36 @@ torn_log)
   sed -i '2s/.*/{"type":/' "$work/t/rank-0.jsonl"
   "$bin" trace "$work/t" > "$work/log" 2>&1; code=$?
   [[ $code -eq 1 ]] && grep -q "rank-0.jsonl:2:" "$work/log" || { cat "$work/log" >&2; fail "bad inner line: exit $code"; }
+  ;;
+stall)
+  # SIGSTOP one rank: the other warns once, naming step, bucket, operation and the stopped
+  # rank, then ends the job with an error naming it, within a bounded time.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 8192 --epochs 50 --stall-warning 1 \
+    --stall-timeout 4 --run-dir "$work/s" > "$work/log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 150); do
+    sleep 0.2
+    (( $(cat "$work/s/rank-0.jsonl" 2>/dev/null | grep -c '"type":"step"') >= 5 )) && break
+  done
+  pid=$(pgrep -f "^$bin train.*$work/s" | tail -1)
+  [[ -n $pid ]] || { cat "$work/log" >&2; fail "no rank to stop"; }
+  stopped=$(tr '\0' '\n' < /proc/$pid/environ | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+  other=$((1 - stopped))
+  trap 'kill -CONT $pid 2>/dev/null; kill -KILL $pid 2>/dev/null; rm -rf "$work"' EXIT
+  kill -STOP "$pid"
+  start=$(date +%s)
+  while kill -0 $launcher 2>/dev/null; do
+    sleep 0.5
+    (( $(date +%s) - start > 60 )) && { kill -KILL $launcher; cat "$work/log" >&2; fail "job still running 60 s after SIGSTOP"; }
+  done
+  wait $launcher && { cat "$work/log" >&2; fail "mpirun exited 0 after a stall"; }
+  grep -qE "\[rank $other\] warning: stalled for [0-9]+ s at step [0-9]+, .*in ring all-reduce .*waiting for rank $stopped" \
+    "$work/log" || { cat "$work/log" >&2; fail "no stall warning naming rank $stopped"; }
+  [[ $(grep -c "\[rank $other\] warning: stalled" "$work/log") -eq 1 ]] || { cat "$work/log" >&2; fail "more than one warning"; }
+  grep -qE "\[rank $other\] error: stall timeout: .*stalled rank: rank $stopped" "$work/log" \
+    || { cat "$work/log" >&2; fail "no timeout error naming rank $stopped"; }
+  # The stopped rank, resumed by mpirun's teardown, must not blame the peer that waited.
+  grep -q "\[rank $stopped\] error: stall timeout" "$work/log" && { cat "$work/log" >&2; fail "the stopped rank blamed its peer"; }
   ;;
 *)
   fail "unknown case $case_name"
