@@ -19,6 +19,8 @@ class Commands {
 
   // train and eval run under mpirun; models, datasets, inspect and trace are local.
   bool needs_mpi() const;
+  // train: SIGTERM/SIGINT stop it after a step with a checkpoint (StopSignals.h).
+  bool stops_on_signal() const;
   int run_local();
   int run_distributed(Communicator& comm);
 

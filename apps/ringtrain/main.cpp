@@ -14,6 +14,7 @@
 
 #include "Commands.h"
 #include "collectives/MpiEnvironment.h"
+#include "train/StopSignals.h"
 #include "train/Trainer.h"
 
 namespace {
@@ -85,6 +86,9 @@ int main(int argc, char** argv) {
   // Commands that may run under mpirun.
   std::unique_ptr<MpiEnvironment> env;
   try {
+    // Before MPI_Init starts any thread: training takes SIGTERM/SIGINT in a thread of its
+    // own and stops after the step with a checkpoint (StopSignals.h says why no handler).
+    if (commands.stops_on_signal()) take_stop_signals_in_thread();
     env = std::make_unique<MpiEnvironment>(argc, argv);
   } catch (const std::exception& e) {
     print_error(e.what());

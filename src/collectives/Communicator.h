@@ -60,6 +60,11 @@ class Communicator {
   // "Open MPI v4.1.4" or "none (single process)".
   virtual std::string library_version() const = 0;
 
+  // True if this communicator's calls may come from a thread other than the one that
+  // initialised MPI, one thread at a time (MPI_THREAD_SERIALIZED or better): what the
+  // trainer's communication thread needs.
+  virtual bool allows_serialized_threads() const { return false; }
+
   // Chunk sizes and `auto` thresholds for the hand-written algorithms (added for
   // allreduce_bench and experiments; communicators without tunables ignore it).
   virtual void set_allreduce_tuning(const AllreduceTuning& /*tuning*/) {}

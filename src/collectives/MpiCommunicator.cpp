@@ -213,4 +213,10 @@ std::string MpiCommunicator::library_version() const {
   return version;
 }
 
+bool MpiCommunicator::allows_serialized_threads() const {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  return level >= MPI_THREAD_SERIALIZED;
+}
+
 }  // namespace ringtrain

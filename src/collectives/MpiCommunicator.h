@@ -35,6 +35,8 @@ class MpiCommunicator final : public Communicator {
   std::uint64_t bytes_sent() const override { return stats_.bytes_sent; }
   std::uint64_t bytes_received() const override { return stats_.bytes_received; }
   double wait_seconds() const override { return stats_.wait_seconds; }
+  // MPI_Query_thread: what MPI_Init_thread granted.
+  bool allows_serialized_threads() const override;
 
   std::string host_name() const override;
   std::string library_version() const override;

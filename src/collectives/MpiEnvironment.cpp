@@ -38,15 +38,18 @@ MpiEnvironment::MpiEnvironment(int& argc, char**& argv) {
         "MpiEnvironment: MPI is already initialised; MpiEnvironment must be "
         "the only owner of MPI_Init_thread/MPI_Finalize");
   }
-  // FUNNELED: oneDNN's OpenMP threads never call MPI; only the main thread does.
+  // SERIALIZED: the trainer's communication thread makes the MPI calls of a step while the
+  // main thread computes, and the main thread makes the others (never both at once);
+  // oneDNN's OpenMP threads never call MPI. A library that grants only FUNNELED still
+  // runs, without overlap (Communicator::allows_serialized_threads()).
   int provided = MPI_THREAD_SINGLE;
-  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
     throw std::runtime_error("MpiEnvironment: MPI_Init_thread failed");
   }
   if (provided < MPI_THREAD_FUNNELED) {
     MPI_Finalize();
     throw std::runtime_error(
-        "MpiEnvironment: requested MPI_THREAD_FUNNELED, the MPI library granted " +
+        "MpiEnvironment: needs at least MPI_THREAD_FUNNELED, the MPI library granted " +
         thread_level_name(provided));
   }
 }

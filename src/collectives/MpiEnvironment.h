@@ -10,8 +10,8 @@ namespace ringtrain {
 
 class MpiEnvironment {
  public:
-  // Initialises MPI (MPI_THREAD_FUNNELED requested; throws std::runtime_error if the
-  // library grants less).
+  // Initialises MPI (MPI_THREAD_SERIALIZED requested; throws std::runtime_error if the
+  // library grants less than MPI_THREAD_FUNNELED).
   MpiEnvironment(int& argc, char**& argv);
   ~MpiEnvironment();
   MpiEnvironment(const MpiEnvironment&) = delete;

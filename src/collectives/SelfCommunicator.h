@@ -27,6 +27,7 @@ class SelfCommunicator final : public Communicator {
 
   std::string host_name() const override;
   std::string library_version() const override { return "none (single process)"; }
+  bool allows_serialized_threads() const override { return true; }
 };
 
 }  // namespace ringtrain

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-#include "train/Json.h"
+#include "common/Json.h"
 
 namespace ringtrain {
 

@@ -7,7 +7,7 @@
 
 #include "collectives/Communicator.h"
 #include "datasets/Dataset.h"
-#include "train/Json.h"
+#include "common/Json.h"
 
 namespace ringtrain {
 

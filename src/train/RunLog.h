@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "train/Json.h"
+#include "common/Json.h"
 
 namespace ringtrain {
 

@@ -16,13 +16,18 @@
 namespace ringtrain {
 namespace {
 
-Json slice(const std::string& name, int rank, double start_s, double dur_s, Json args = Json()) {
+// Rows (tids) of a rank: what the compute thread did, and the communication thread's
+// operations, which overlap backward.
+constexpr int kComputeRow = 0;
+constexpr int kCommRow = 1;
+
+Json slice(const std::string& name, int rank, double start_s, double dur_s, Json args = Json(), int row = kComputeRow) {
   Json e = Json::object();
   e.set("name", name);
-  e.set("cat", "phase");
+  e.set("cat", row == kCommRow ? "communication" : "phase");
   e.set("ph", "X");
   e.set("pid", rank);
-  e.set("tid", 0);
+  e.set("tid", row);
   e.set("ts", start_s * 1e6);
   e.set("dur", std::max(dur_s, 0.0) * 1e6);
   if (!args.is_null()) e.set("args", std::move(args));
@@ -73,6 +78,17 @@ Json build_trace(const std::filesystem::path& run_dir, std::vector<std::string>&
     args.set("name", fmt::format("rank {}", rank));
     meta.set("args", std::move(args));
     events.push(std::move(meta));
+    for (const auto& [row, row_name] : {std::pair{kComputeRow, "compute"}, std::pair{kCommRow, "communication"}}) {
+      Json thread = Json::object();
+      thread.set("name", "thread_name");
+      thread.set("ph", "M");
+      thread.set("pid", rank);
+      thread.set("tid", row);
+      Json thread_args = Json::object();
+      thread_args.set("name", row_name);
+      thread.set("args", std::move(thread_args));
+      events.push(std::move(thread));
+    }
 
     for (const Json& rec : read_json_lines(path, warnings)) {
       if (!rec.is_object()) continue;
@@ -81,10 +97,17 @@ Json build_trace(const std::filesystem::path& run_dir, std::vector<std::string>&
       const double t = number_or_zero(rec, "t");
       const std::string& kind = type->as_string();
       if (kind == "step") {
-        // t is the end of the step(s); phases ran back to back before it.
-        static constexpr std::pair<const char*, const char*> kPhases[] = {
-            {"data", "data_s"},           {"forward", "forward_s"},     {"backward", "backward_s"},
-            {"all-reduce", "allreduce_s"}, {"optimizer", "optimizer_s"}, {"checkpoint", "checkpoint_s"}};
+        // t is the end of the step(s); the compute thread's phases ran back to back before
+        // it. Its communication phase is the wait for the all-reduce after backward (the
+        // exposed part); logs from before overlap have only allreduce_s.
+        const bool has_exposed = rec.find("exposed_comm_s") != nullptr;
+        const std::pair<const char*, const char*> kPhases[] = {
+            {"data", "data_s"},
+            {"forward", "forward_s"},
+            {"backward", "backward_s"},
+            has_exposed ? std::pair{"all-reduce wait", "exposed_comm_s"} : std::pair{"all-reduce", "allreduce_s"},
+            {"optimizer", "optimizer_s"},
+            {"checkpoint", "checkpoint_s"}};
         double total = 0.0;
         for (const auto& [name, key] : kPhases) total += number_or_zero(rec, key);
         double start = t - total;
@@ -94,9 +117,26 @@ Json build_trace(const std::filesystem::path& run_dir, std::vector<std::string>&
           Json args = Json::object();
           args.set("step", number_or_zero(rec, "step"));
           args.set("steps", number_or_zero(rec, "steps"));
-          if (std::string_view(name) == "all-reduce") args.set("wait_s", number_or_zero(rec, "wait_s"));
+          if (std::string_view(key) == "exposed_comm_s" || std::string_view(key) == "allreduce_s") {
+            args.set("allreduce_s", number_or_zero(rec, "allreduce_s"));
+            args.set("wait_s", number_or_zero(rec, "wait_s"));
+          }
           events.push(slice(name, rank, start, d, std::move(args)));
           start += d;
+        }
+        // The last step's operations on the communication row: the loss/stop agreement, then
+        // one slice per bucket, as (start, end) seconds before t.
+        if (const Json* ops = rec.find("comm_slices"); ops != nullptr && ops->is_array()) {
+          const auto& list = ops->as_array();
+          for (std::size_t i = 0; i < list.size(); ++i) {
+            if (!list[i].is_array() || list[i].as_array().size() != 2) continue;
+            const double a = list[i].as_array()[0].as_double();
+            const double b = list[i].as_array()[1].as_double();
+            Json args = Json::object();
+            args.set("step", number_or_zero(rec, "step"));
+            if (i > 0) args.set("bucket", static_cast<std::int64_t>(i - 1));
+            events.push(slice(i == 0 ? "agreement" : "all-reduce", rank, t + a, b - a, std::move(args), kCommRow));
+          }
         }
       } else if (kind == "eval" || kind == "checkpoint") {
         const double d = number_or_zero(rec, "seconds");

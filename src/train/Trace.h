@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "train/Json.h"
+#include "common/Json.h"
 
 namespace ringtrain {
 

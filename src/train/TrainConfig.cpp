@@ -104,6 +104,7 @@ Json TrainConfig::to_json() const {
   j.set("seed", seed);
   j.set("allreduce", allreduce);
   j.set("bucket_mb", bucket_mb);
+  j.set("overlap", overlap);
   j.set("eval_every", eval_every);
   j.set("log_every", log_every);
   j.set("checkpoint_every", checkpoint_every);
@@ -119,7 +120,8 @@ std::string TrainConfig::fingerprint_text() const {
   Json j = to_json();
   Json kept = Json::object();
   for (const auto& [key, value] : j.as_object()) {
-    if (key == "data_dir" || key == "resume" || key == "log_every") continue;
+    // Overlap changes when buckets travel, not which or in what order: ranks may differ.
+    if (key == "data_dir" || key == "resume" || key == "log_every" || key == "overlap") continue;
     kept.set(key, value);
   }
   return kept.dump();

@@ -9,7 +9,7 @@
 #include "datasets/Dataset.h"
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
-#include "train/Json.h"
+#include "common/Json.h"
 
 namespace ringtrain {
 
@@ -29,7 +29,15 @@ struct TrainConfig {
   int eval_batch_size = 0;           // per rank; 0 = max(batch_size, 256)
   int accumulate = 1;                // micro-batches summed per all-reduce
   OptimizerConfig optimizer;
-  LrScheduleConfig schedule;
+  // Cosine annealing over the run's epochs by default: the final epochs average out SGD's
+  // noise, which a constant rate does not (logreg on Fashion-MNIST: 0.830 constant vs 0.845
+  // cosine). The trainer sets schedule.total_epochs to epochs.
+  LrScheduleConfig schedule = [] {
+    LrScheduleConfig s;
+    s.name = "cosine";
+    s.base_lr = 0.01;
+    return s;
+  }();
   std::string lr_scaling = "none";   // none | linear (Goyal et al. 2017)
   int lr_base_batch = 0;             // linear: the batch the given lr is for; 0 = batch_size
   std::uint64_t seed = 42;
@@ -37,6 +45,7 @@ struct TrainConfig {
   // Distribution.
   std::string allreduce = "ring";    // ring | mpi | ps | rd | auto
   double bucket_mb = 4.0;            // gradient bucket size
+  bool overlap = true;               // reduce buckets beside backward (a communication thread)
 
   // Evaluation and logging.
   int eval_every = 1;                // epochs

@@ -48,6 +48,9 @@ class Trainer {
   Trainer(TrainConfig config, Communicator& comm);
   ~Trainer();
 
+  // Trains to the end of config.epochs, --max-steps, the target accuracy, or a stop request
+  // (StopSignals.h). Ranks agree on a stop inside a step (TrainStep): all of them discard
+  // that step's update together and rank 0 checkpoints the last completed step.
   TrainResult run();
 
   // The model after run() (tests compare parameters across runs).
@@ -57,14 +60,6 @@ class Trainer {
   struct State;
   std::unique_ptr<State> s_;
 };
-
-// SIGTERM / SIGINT: finish the current step, write a checkpoint, stop. Ranks agree on the
-// stop at the next step, so all stop at the same step.
-void install_stop_signal_handlers();
-// Also usable without a signal (tests).
-void request_stop() noexcept;
-bool stop_requested() noexcept;
-void clear_stop_request() noexcept;
 
 // FNV-1a 64, for configuration fingerprints.
 std::uint64_t fingerprint64(std::string_view text) noexcept;

@@ -16,7 +16,9 @@
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
 #include "train/GradientSync.h"
-#include "train/Json.h"
+#include "train/LoopPosition.h"
+#include "train/PhaseTimes.h"
+#include "common/Json.h"
 #include "train/Progress.h"
 #include "train/ResourceMonitor.h"
 #include "train/RunLog.h"
@@ -30,40 +32,13 @@ inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Per-phase seconds of one or more steps.
-struct PhaseTimes {
-  double data = 0, forward = 0, backward = 0, allreduce = 0, wait = 0, optimizer = 0, checkpoint = 0, eval = 0;
-  PhaseTimes& operator+=(const PhaseTimes& o) {
-    data += o.data;
-    forward += o.forward;
-    backward += o.backward;
-    allreduce += o.allreduce;
-    wait += o.wait;
-    optimizer += o.optimizer;
-    checkpoint += o.checkpoint;
-    eval += o.eval;
-    return *this;
-  }
-  Json to_json() const {
-    Json j = Json::object();
-    j.set("data", data);
-    j.set("forward", forward);
-    j.set("backward", backward);
-    j.set("allreduce", allreduce);
-    j.set("wait", wait);
-    j.set("optimizer", optimizer);
-    j.set("checkpoint", checkpoint);
-    j.set("eval", eval);
-    return j;
-  }
-};
-
 struct Trainer::State {
   TrainConfig config;
   Communicator& comm;
   int rank = 0;
   int world = 1;
   AllreduceAlgo algo = AllreduceAlgo::kRing;
+  bool overlap = false;  // config.overlap, where the communicator allows it
 
   DatasetSplits data;
   std::unique_ptr<Model> model;
@@ -78,15 +53,10 @@ struct Trainer::State {
   std::filesystem::path last_checkpoint;
   std::vector<std::string> hosts;
 
-  // Position and running totals (restored from a checkpoint).
-  int epoch = 0;                   // current epoch, 0-based
-  std::int64_t step_in_epoch = 0;  // optimizer steps done in the current epoch
-  std::int64_t global_step = 0;
+  // Where the run stands and the current epoch's sums (both restored from a checkpoint).
+  LoopPosition pos;
+  EpochTotals epoch_totals;
   double prior_elapsed = 0.0;      // training seconds before a resume
-  double epoch_loss_sum = 0.0;
-  double epoch_correct = 0.0;
-  double epoch_count = 0.0;
-  double epoch_seconds = 0.0;
 
   PhaseTimes totals;
   Clock::time_point train_start;
@@ -106,11 +76,15 @@ struct Trainer::State {
   void maybe_resume();
   void average_buffers();
   std::pair<double, double> evaluate();
-  double save_checkpoint();
+  // Writes the state after the steps `at` counts, with the epoch's sums so far; returns
+  // the seconds it took.
+  double save_checkpoint(const LoopPosition& at, const EpochTotals& totals);
   TrainResult train();
   void write_summary(const TrainResult& result);
-  // rank-<r>.jsonl records.
-  void record_steps(const PhaseTimes& t, int steps, double mean_loss, std::int64_t images);
+  // rank-<r>.jsonl records. comm_slices: the last step's communication operations as
+  // (start, end) on the elapsed() clock.
+  void record_steps(const PhaseTimes& t, int steps, double mean_loss, std::int64_t images,
+                    const std::vector<std::pair<double, double>>& comm_slices);
   void record_eval(double seconds);
   void record_event(const std::string& message);
   // A resource record once at least a second has passed since the previous one.

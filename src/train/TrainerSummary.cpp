@@ -6,17 +6,20 @@
 
 namespace ringtrain {
 
-void Trainer::State::record_steps(const PhaseTimes& t, int steps, double mean_loss, std::int64_t images) {
+void Trainer::State::record_steps(const PhaseTimes& t, int steps, double mean_loss, std::int64_t images,
+                                  const std::vector<std::pair<double, double>>& comm_slices) {
+  const double now = elapsed();
   Json rec = Json::object();
   rec.set("type", "step");
-  rec.set("t", elapsed());
-  rec.set("epoch", epoch + 1);
-  rec.set("step", global_step);
+  rec.set("t", now);
+  rec.set("epoch", pos.epoch + 1);
+  rec.set("step", pos.global_step);
   rec.set("steps", steps);
   rec.set("data_s", t.data);
   rec.set("forward_s", t.forward);
   rec.set("backward_s", t.backward);
   rec.set("allreduce_s", t.allreduce);
+  rec.set("exposed_comm_s", t.exposed);
   rec.set("wait_s", t.wait);
   rec.set("optimizer_s", t.optimizer);
   rec.set("checkpoint_s", t.checkpoint);
@@ -24,6 +27,18 @@ void Trainer::State::record_steps(const PhaseTimes& t, int steps, double mean_lo
   rec.set("bytes_received", comm.bytes_received());
   rec.set("loss", mean_loss);
   rec.set("images", images);
+  // The last step's operations, (start, end) in seconds before this record's t: the trace's
+  // communication row.
+  if (!comm_slices.empty()) {
+    Json slices = Json::array();
+    for (const auto& [start, end] : comm_slices) {
+      Json pair = Json::array();
+      pair.push(start - now);
+      pair.push(end - now);
+      slices.push(std::move(pair));
+    }
+    rec.set("comm_slices", std::move(slices));
+  }
   log->record(rec);
 }
 
@@ -31,8 +46,8 @@ void Trainer::State::record_eval(double seconds) {
   Json rec = Json::object();
   rec.set("type", "eval");
   rec.set("t", elapsed());
-  rec.set("epoch", epoch + 1);
-  rec.set("step", global_step);
+  rec.set("epoch", pos.epoch + 1);
+  rec.set("step", pos.global_step);
   rec.set("test_loss", last_test_loss);
   rec.set("test_accuracy", last_test_accuracy);
   rec.set("seconds", seconds);
@@ -77,6 +92,7 @@ void Trainer::State::write_summary(const TrainResult& result) {
                               totals.backward,
                               totals.allreduce,
                               totals.wait,
+                              totals.exposed,
                               totals.optimizer,
                               totals.checkpoint,
                               totals.eval,
@@ -122,14 +138,16 @@ void Trainer::State::write_summary(const TrainResult& result) {
     p.backward = row[3];
     p.allreduce = row[4];
     p.wait = row[5];
-    p.optimizer = row[6];
-    p.checkpoint = row[7];
-    p.eval = row[8];
+    p.exposed = row[6];
+    p.optimizer = row[7];
+    p.checkpoint = row[8];
+    p.eval = row[9];
     rj.set("phases_s", p.to_json());
-    rj.set("peak_rss_mb", row[9]);
-    rj.set("mean_cpu_percent", row[10]);
-    rj.set("mb_sent", row[11]);
-    rj.set("mb_received", row[12]);
+    rj.set("hidden_comm_share", p.allreduce > 0 ? 1.0 - p.exposed / p.allreduce : 0.0);
+    rj.set("peak_rss_mb", row[10]);
+    rj.set("mean_cpu_percent", row[11]);
+    rj.set("mb_sent", row[12]);
+    rj.set("mb_received", row[13]);
     ranks.push(std::move(rj));
   }
   j.set("ranks", std::move(ranks));

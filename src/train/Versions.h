@@ -2,7 +2,7 @@
 #pragma once
 
 #include "collectives/Communicator.h"
-#include "train/Json.h"
+#include "common/Json.h"
 
 namespace ringtrain {
 

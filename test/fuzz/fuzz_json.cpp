@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "train/Json.h"
+#include "common/Json.h"
 #include "train/JsonLines.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

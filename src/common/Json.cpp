@@ -1,5 +1,5 @@
 // JSON writer and recursive-descent parser (RFC 8259) for ringtrain's small files.
-#include "train/Json.h"
+#include "common/Json.h"
 
 #include <cmath>
 #include <cstdio>

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "train/Json.h"
+#include "common/Json.h"
 
 using ringtrain::Json;
 
