@@ -93,6 +93,7 @@ void Trainer::State::setup_local() {
   if (config.eval_batch_size == 0) config.eval_batch_size = std::max(config.batch_size, 256);
 
   data = load_dataset(config.data);
+  config.check_batch_memory(data.train->shape());  // sizes from flags, before any allocation
   model = std::make_unique<Model>(config.model, data.train->shape(), data.train->classes());
   model->init(config.seed);
 
