@@ -40,12 +40,12 @@ expect_has "$line" "mpirun -np 2 " "--map-by ppr:2:node:PE=2 --bind-to core" \
   "build/apps/ringtrain train --model lenet5 --epochs 1"
 expect_not "$line" "--oversubscribe" "--hostfile"
 # SIGTERM to mpirun must leave the ranks time for their checkpoint (not Open MPI's 1 s)...
-expect_has "$line" "--mca odls_base_sigkill_timeout 30"
+expect_has "$line" "--mca odls_base_sigkill_timeout 10"
 # ...unless the caller chose the value.
 line=$("$run" --dry-run --cores-per-node 4 -np 2 --mpirun-arg --mca --mpirun-arg odls_base_sigkill_timeout \
   --mpirun-arg 90 train)
 expect_has "$line" "--mca odls_base_sigkill_timeout 90"
-expect_not "$line" "odls_base_sigkill_timeout 30"
+expect_not "$line" "odls_base_sigkill_timeout 10"
 line=$(OMPI_MCA_odls_base_sigkill_timeout=5 "$run" --dry-run --cores-per-node 4 -np 2 train)
 expect_not "$line" "odls_base_sigkill_timeout"
 if [[ $(id -u) -eq 0 ]]; then

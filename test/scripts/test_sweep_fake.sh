@@ -16,6 +16,10 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 out=$tmp/sw
 export FAKE_RINGTRAIN_ARGS_LOG=$tmp/args.jsonl
+# run.sh raises odls_base_sigkill_timeout to 10 s for checkpoints on SIGTERM, and Open MPI
+# then also keeps a job whose rank failed for about twice that before it ends it; the failed
+# runs below are about sweep.sh's bookkeeping, not that wait (README, Checkpoints).
+export OMPI_MCA_odls_base_sigkill_timeout=1
 
 # 1. 2 batch sizes x np 1,2, the batch-64 runs fail.
 FAKE_RINGTRAIN_FAIL_BATCH=64 "$sweep" --batch-sizes 32,64 --ranks 1,2 --epochs 2 \
