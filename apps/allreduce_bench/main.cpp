@@ -1,10 +1,12 @@
-// allreduce_bench: nccl-tests style all-reduce benchmark (ring, mpi, ps, rd, auto) with a
-// correctness check at every size. Thin: parsing here, the work in collectives/BenchRunner.
+// allreduce_bench: nccl-tests style all-reduce benchmark (ring, hier, mpi, ps, rd, auto, with
+// fp32 or 16-bit transport) with a correctness check at every size. Thin: parsing here,
+// the work in collectives/BenchRunner.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "collectives/BenchRunner.h"
@@ -21,7 +23,9 @@ struct Options {
   int warmup = 5;
   int iters = 20;
   int repeats = 3;
+  std::string compress = "none";
   double chunk_kb = 1024;
+  double net_chunk_kb = (65536 - 128) / 1024.0;
   int recv_depth = 2;
   double ps_chunk_kb = 1024;
   std::string auto_ring_min = "1M";
@@ -39,6 +43,7 @@ ringtrain::BenchConfig make_config(const Options& o) {
                                                      ringtrain::parse_byte_size(o.max_bytes))
                      : ringtrain::parse_size_list(o.sizes);
   config.algos = ringtrain::parse_algo_list(o.algo);
+  config.compressions = ringtrain::parse_compression_list(o.compress);
   for (auto a : config.algos) {
     if (a == ringtrain::AllreduceAlgo::kMpi && config.algos.size() > 1)
       config.compare_to_mpi = true;
@@ -47,9 +52,10 @@ ringtrain::BenchConfig make_config(const Options& o) {
   config.iters = o.iters;
   config.repeats = o.repeats;
   config.mean = o.mean;
-  if (o.chunk_kb <= 0 || o.ps_chunk_kb <= 0)
+  if (o.chunk_kb <= 0 || o.net_chunk_kb <= 0 || o.ps_chunk_kb <= 0)
     throw std::invalid_argument("chunk sizes must be positive");
   config.tuning.ring_chunk_bytes = static_cast<std::size_t>(o.chunk_kb * 1024);
+  config.tuning.ring_chunk_bytes_network = static_cast<std::size_t>(o.net_chunk_kb * 1024);
   config.tuning.ring_recv_depth = o.recv_depth;
   config.tuning.ps_chunk_bytes = static_cast<std::size_t>(o.ps_chunk_kb * 1024);
   config.tuning.auto_ring_min_bytes = ringtrain::parse_byte_size(o.auto_ring_min);
@@ -64,8 +70,7 @@ int main(int argc, char** argv) {
   ringtrain::MpiEnvironment env(argc, argv);
   int rank = 0;
   try {
-    auto comm = env.world();
-    rank = comm->rank();
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 
     CLI::App app{"allreduce_bench: all-reduce bandwidth and latency (nccl-tests style)"};
     Options o;
@@ -74,7 +79,11 @@ int main(int argc, char** argv) {
     app.add_option("--max-bytes", o.max_bytes, "largest size; sizes double from --min-bytes")
         ->capture_default_str();
     app.add_option("--sizes", o.sizes, "explicit comma list of sizes instead, e.g. 1K,1M,64M");
-    app.add_option("--algo", o.algo, "ring|mpi|ps|rd|auto|all or a comma list")
+    app.add_option("--algo", o.algo, "ring|hier|mpi|ps|rd|auto|all or a comma list")
+        ->capture_default_str();
+    app.add_option("--compress", o.compress,
+                   "transport: none|bf16|fp16 or a comma list (each algorithm runs with each; "
+                   "mpi and rd move fp32 only)")
         ->capture_default_str();
     app.add_option("--warmup", o.warmup, "untimed calls per size and algorithm")
         ->capture_default_str()
@@ -85,7 +94,12 @@ int main(int argc, char** argv) {
     app.add_option("--repeats", o.repeats, "timed loops per algorithm, taken in turns; best counts")
         ->capture_default_str()
         ->check(CLI::Range(1, 1000000));
-    app.add_option("--chunk-kb", o.chunk_kb, "ring pipeline chunk (KiB)")->capture_default_str();
+    app.add_option("--chunk-kb", o.chunk_kb, "ring pipeline chunk on one host (KiB on the wire)")
+        ->capture_default_str();
+    app.add_option("--net-chunk-kb", o.net_chunk_kb,
+                   "ring pipeline chunk across hosts (KiB on the wire; keep it below "
+                   "btl_tcp_eager_limit)")
+        ->capture_default_str();
     app.add_option("--recv-depth", o.recv_depth, "ring receives posted ahead")
         ->capture_default_str()
         ->check(CLI::Range(1, 64));
@@ -121,18 +135,26 @@ int main(int argc, char** argv) {
       return 2;
     }
 
+    ringtrain::MpiCommunicatorOptions options;
+    options.tuning = config.tuning;
+    auto comm = std::make_unique<ringtrain::MpiCommunicator>(MPI_COMM_WORLD, options);
     if (rank == 0) {
       const auto hosts = comm->allgather(comm->host_name());
       std::string host_list;
       for (const auto& h : hosts) host_list += (host_list.empty() ? "" : ",") + h;
-      const auto* mpi = dynamic_cast<const ringtrain::MpiCommunicator*>(comm.get());
-      const bool single_host = mpi == nullptr || mpi->single_host();
+      const bool single_host = comm->single_host();
+      const auto& layout = comm->layout();
       std::cout << "# allreduce_bench: " << comm->size() << " ranks, " << comm->library_version()
-                << ", hosts " << host_list
-                << " (MPI: " << (single_host ? "one host" : "several hosts")
-                << ", auto uses rd below " << (single_host ? o.auto_ring_min_shm : o.auto_ring_min)
-                << ")"
-                << "\n# ring chunk " << o.chunk_kb << " KiB x" << o.recv_depth << ", warmup "
+                << ", hosts " << host_list << " (MPI_COMM_TYPE_SHARED: " << layout.nodes
+                << " node(s), " << layout.nodes_with_several_ranks
+                << " with several ranks; auto runs "
+                << ringtrain::allreduce_algo_name(comm->resolve(ringtrain::AllreduceAlgo::kAuto,
+                                                                std::size_t{64} << 20,
+                                                                ringtrain::Compression::kNone))
+                << " at 64 MiB, rd below "
+                << (single_host ? o.auto_ring_min_shm : o.auto_ring_min) << ")"
+                << "\n# ring chunk " << (single_host ? o.chunk_kb : o.net_chunk_kb) << " KiB x"
+                << o.recv_depth << ", transport " << o.compress << ", warmup "
                 << o.warmup << ", iters " << o.iters << " x best of " << o.repeats << ", op "
                 << (o.mean ? "mean" : "sum")
                 << ", GB = 1e9 B, busbw = algbw * 2(N-1)/N, times per call averaged over iters\n";

@@ -4,7 +4,6 @@
 #include "ConfigFile.h"
 
 #include <cstdio>
-#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -166,17 +165,23 @@ void Commands::add_train(CLI::App& app) {
   t->add_option("--lr-base-batch", c.lr_base_batch, "linear scaling: the batch --lr is for (0: --batch-size)")
       ->capture_default_str();
   t->add_option("--seed", c.seed, "Seed of initialisation, shuffling, augmentation, dropout")->capture_default_str();
-  const std::vector<std::string> algos = {"ring", "mpi", "ps", "rd", "auto"};
+  const std::vector<std::string> algos = {"ring", "hier", "mpi", "ps", "rd", "auto"};
   t->add_option("--allreduce", c.allreduce, "Gradient all-reduce: " + joined(algos))
       ->capture_default_str()
       ->check(CLI::IsMember(algos));
+  const std::vector<std::string> transports = {"none", "bf16", "fp16"};
+  t->add_option("--compress", c.compress,
+                "Gradient transport: " + joined(transports) + " (16-bit on the wire, fp32 additions; "
+                "with ring, hier, ps or auto)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(transports));
   t->add_option("--bucket-mb", c.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
-  t->add_option("--overlap", c.overlap,
-                "on|off: reduce each gradient bucket on a communication thread as soon as backward has finished "
-                "it (off: all buckets after backward; the results are bit-identical)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}).description(""))
-      ->type_name("on|off")
-      ->default_str("on");
+  // A string, so config.toml writes and reads back the same word.
+  t->add_option("--overlap", overlap_,
+                "Reduce each gradient bucket on a communication thread as soon as backward has finished it (off: "
+                "all buckets after backward; the results are bit-identical)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   t->add_option("--mode", c.mode,
                 "sync: every rank computes, gradients all-reduced each step; async: ranks 0..S-1 are parameter "
                 "servers, the others workers that pull, compute and push without waiting for each other")
@@ -300,6 +305,7 @@ int Commands::run_distributed(Communicator& comm) {
     TrainConfig config = train_config_;
     config.data = resolve(train_config_.data, synthetic_shape_);
     if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
+    config.overlap = overlap_ == "on";
     // This run's own paths stay as comments: a rerun from the file gets a new run directory
     // (and would otherwise write over this one).
     config.rerun_config =

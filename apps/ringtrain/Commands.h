@@ -45,6 +45,7 @@ class Commands {
   TrainConfig train_config_;
   std::string synthetic_shape_ = "1x28x28";
   std::string milestones_;
+  std::string overlap_ = "on";  // --overlap on|off
   std::string config_file_;
 
   DatasetConfig eval_data_;

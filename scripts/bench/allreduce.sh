@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # All-reduce comparison with apps/allreduce_bench: ring vs MPI_Allreduce vs ps vs rd vs
 # auto on shared memory at np 2 and 4; with --cluster also on the emulated cluster of
-# scripts/mpirun/cluster.sh (1 rank per node, tbf-shaped links), torn down afterwards.
+# scripts/mpirun/cluster.sh (tbf-shaped links, torn down afterwards): one rank per node at
+# each node count and MTU (mpi, ring, ps, rd), the ring with bf16 transport against fp32
+# on 2 nodes, and hier against the flat ring and MPI_Allreduce on 2 nodes x 2 ranks.
 #
-#   scripts/bench/allreduce.sh [--quick] [--cluster | --cluster-only] [--nodes "3 4"] [--link-rate 1gbit]
-#                              [--out DIR] [-- extra allreduce_bench flags]
+#   scripts/bench/allreduce.sh [--quick] [--cluster | --cluster-only] [--nodes "2 3 4"]
+#                              [--mtus "9000 1500"] [--link-rate 1gbit] [--out DIR]
+#                              [-- extra allreduce_bench flags]
 #
 # Tables go to stdout; CSV/JSON per run into --out (default build/bench/allreduce).
 # Every ratio (vs_mpi) compares algorithms measured in the same run; repeats take turns
 # over the algorithms and the best repeat counts, to damp noise from other processes.
+# Set RINGTRAIN_CLUSTER_ID to keep the emulated cluster apart from others on the machine.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${RINGTRAIN_BUILD_DIR:-$root/build}
@@ -16,7 +20,8 @@ bench=$build/apps/allreduce_bench
 quick=0
 cluster=0
 shm=1
-nodes_list="3 4"
+nodes_list="2 3 4"
+mtus="9000 1500"
 link_rate=1gbit
 out=$build/bench/allreduce
 extra=()
@@ -26,10 +31,11 @@ while [[ $# -gt 0 ]]; do
     --cluster) cluster=1; shift ;;
     --cluster-only) cluster=1; shm=0; shift ;;
     --nodes) nodes_list=$2; shift 2 ;;
+    --mtus) mtus=$2; shift 2 ;;
     --link-rate) link_rate=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "allreduce.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,11 +50,15 @@ export OMP_NUM_THREADS=1
 if [[ $quick -eq 1 ]]; then
   small_args=(--min-bytes 4 --max-bytes 512K --warmup 2 --iters 10 --repeats 3)
   large_args=(--min-bytes 1M --max-bytes 16M --warmup 1 --iters 2 --repeats 3)
-  net_args=(--sizes 16M,64M --warmup 1 --iters 1 --repeats 2)
+  net_args=(--sizes 1M,4M,16M,64M,256M --warmup 1 --iters 1 --repeats 2)
+  bf16_args=(--sizes 16M,64M --warmup 1 --iters 2 --repeats 2)
+  hier_args=(--sizes 1M,16M --warmup 1 --iters 2 --repeats 2)
 else
   small_args=(--min-bytes 4 --max-bytes 512K --warmup 3 --iters 20 --repeats 7)
   large_args=(--min-bytes 1M --max-bytes 256M --warmup 1 --iters 2 --repeats 7)
-  net_args=(--sizes 16M,32M,64M --warmup 1 --iters 2 --repeats 3)
+  net_args=(--sizes 1M,4M,16M,64M,256M --warmup 1 --iters 2 --repeats 3)
+  bf16_args=(--sizes 16M,64M,256M --warmup 1 --iters 2 --repeats 3)
+  hier_args=(--sizes 1M,4M,16M,64M --warmup 1 --iters 2 --repeats 3)
 fi
 
 for np in 2 4; do
@@ -70,26 +80,52 @@ if [[ $cluster -eq 1 ]]; then
   launch_ok() {
     local try
     for try in 1 2 3; do
-      if timeout 60 "$cluster_sh" run -- hostname >/dev/null 2>&1; then return 0; fi
+      if timeout 60 "$cluster_sh" run --np "$1" -- hostname >/dev/null 2>&1; then return 0; fi
       echo "(launch check $try timed out or failed; retrying)" >&2
     done
     return 1
   }
-  for nodes in $nodes_list; do
-    "$cluster_sh" down >/dev/null 2>&1 || true
-    "$cluster_sh" up --nodes "$nodes" --link-rate "$link_rate"
-    launch_ok || { echo "allreduce.sh: mpirun cannot launch into the emulated cluster" >&2; exit 1; }
-    echo "## emulated cluster: $nodes nodes x 1 rank, $link_rate links ($(date -u +%H:%M:%S) UTC)"
+  # bench_run NAME NP [cluster.sh run options --] allreduce_bench args...
+  bench_run() {
+    local name=$1 np=$2 attempt
+    shift 2
+    local -a run_opts=()
+    while [[ $# -gt 0 && $1 != -- ]]; do run_opts+=("$1"); shift; done
+    [[ ${1:-} == -- ]] && shift
+    echo "## $name ($(date -u +%H:%M:%S) UTC, load: $(cut -d' ' -f1-3 /proc/loadavg))"
+    echo "+ cluster.sh run --np $np ${run_opts[*]} -- allreduce_bench $* ${extra[*]}"
     for attempt in 1 2; do
-      if timeout "${RINGTRAIN_CLUSTER_TIMEOUT:-1200}" "$cluster_sh" run --np "$nodes" -- "$bench" \
-          --algo mpi,ring,ps,rd "${net_args[@]}" --csv "$out/cluster_n$nodes.csv" \
-          --json "$out/cluster_n$nodes.json" "${extra[@]}"; then
-        break
+      if timeout "${RINGTRAIN_CLUSTER_TIMEOUT:-1800}" "$cluster_sh" run --np "$np" "${run_opts[@]}" -- \
+          "$bench" "$@" --csv "$out/$name.csv" --json "$out/$name.json" "${extra[@]}" | grep -v '^+ '; then
+        echo
+        return 0
       fi
-      [[ $attempt -eq 2 ]] && { echo "allreduce.sh: cluster run failed twice" >&2; exit 1; }
       echo "(cluster run failed or timed out; retrying once)" >&2
     done
-    "$cluster_sh" down
-    echo
+    echo "allreduce.sh: cluster run $name failed twice" >&2
+    exit 1
+  }
+  # cluster_up NP up-options...: a fresh cluster, checked by launching NP ranks.
+  cluster_up() {
+    local np=$1
+    shift
+    "$cluster_sh" down >/dev/null 2>&1 || true
+    "$cluster_sh" up "$@" | sed -n 1p
+    launch_ok "$np" || { echo "allreduce.sh: mpirun cannot launch into the emulated cluster" >&2; exit 1; }
+  }
+  for mtu in $mtus; do
+    for nodes in $nodes_list; do
+      cluster_up "$nodes" --nodes "$nodes" --link-rate "$link_rate" --mtu "$mtu"
+      bench_run "cluster_n${nodes}_mtu$mtu" "$nodes" -- --algo mpi,ring,ps,rd "${net_args[@]}"
+      # 16-bit transport against fp32, same run, on the commonest setting: two nodes.
+      if [[ $nodes -eq 2 ]]; then
+        bench_run "cluster_n2_mtu${mtu}_bf16" 2 -- --algo ring --compress none,bf16,fp16 "${bf16_args[@]}"
+      fi
+    done
+    # Two ranks per node: hier against the flat ring (ranks 0,1 on node 0 and 2,3 on node
+    # 1, the flat ring's best placement: two of its four hops cross the network) and MPI.
+    cluster_up 4 --nodes 2 --slots 2 --link-rate "$link_rate" --mtu "$mtu"
+    bench_run "cluster_2x2_mtu$mtu" 4 --map-by slot -- --algo mpi,ring,hier "${hier_args[@]}"
   done
+  "$cluster_sh" down
 fi

@@ -115,16 +115,21 @@ cmd_up() {
   done
 
   # The rsh agent: Open MPI runs `<agent> <host> <orted command line>` as it would ssh.
+  # Each node's daemon (and so its ranks) also gets its own UTS namespace named after the
+  # node: with one shared host name, two ranks on a node and a neighbour node would put
+  # Open MPI's session directories (/tmp/ompi.<hostname>...) in one place and the
+  # shared-memory transport's segments collide. MPI_Get_processor_name then names the node.
   cat >"$kStateDir/netns-agent" <<AGENT
 #!/bin/sh
-# Open MPI plm_rsh_agent: run the command in the network namespace named by the host.
+# Open MPI plm_rsh_agent: run the command in the network namespace named by the host,
+# in a UTS namespace whose host name is that node's.
 host=\$1
 shift
 case \$host in
   $kPrefix[0-9]*) ;;
   *) echo "netns-agent: unknown host '\$host' (expected $kPrefix<i>)" >&2; exit 255 ;;
 esac
-exec ip netns exec "\$host" /bin/sh -c "\$*"
+exec ip netns exec "\$host" unshare --uts /bin/sh -c 'hostname "\$1" && exec /bin/sh -c "\$2"' netns-agent "\$host" "\$*"
 AGENT
   chmod 755 "$kStateDir/netns-agent"
   echo "$rate $burst $latency mtu $mtu" >"$kStateDir/link"
@@ -193,7 +198,7 @@ cmd_run_sh() {
   exec "$(dirname "${BASH_SOURCE[0]}")/run.sh" --hostfile "$kStateDir/hostfile" --no-bind \
     --mca plm_rsh_agent "$kStateDir/netns-agent" --mca plm_rsh_no_tree_spawn 1 \
     --mca mpi_yield_when_idle 1 --mca orte_startup_timeout "${RINGTRAIN_CLUSTER_STARTUP_TIMEOUT:-60}" \
-    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$kCidr" \
+    --mca pml ob1 --mca btl tcp,vader,self --mca btl_tcp_if_include "$kCidr" \
     --mca oob_tcp_if_include "$kCidr" "$@"
 }
 
@@ -223,15 +228,17 @@ cmd_run() {
   mpirun_root_env
   local -a env=()
   ((${#MPIRUN_ROOT_ENV[@]})) && env=(env "${MPIRUN_ROOT_ENV[@]}")
-  # ob1 + tcp,self only: no shared memory and no UCX, so every byte between ranks crosses
-  # the shaped veth links; daemons and ranks talk only on the emulated subnet. The
+  # ob1 + tcp (+ vader between ranks of one node, as on a real cluster), no UCX: every
+  # byte between ranks of different nodes crosses the shaped veth links (ranks under
+  # different daemons are never local to each other, so vader never joins two nodes);
+  # daemons and ranks talk only on the emulated subnet. The
   # "nodes" share the machine's cores, so idle ranks yield instead of spinning. A daemon
   # that never reports back (seen rarely on this 2-core host, cause not found) ends the
   # launch after the startup timeout instead of hanging; callers may retry.
   local -a cmd=(mpirun --hostfile "$kStateDir/hostfile" -np "$np" --map-by "$map_by" --bind-to none
     --mca plm_rsh_agent "$kStateDir/netns-agent" --mca plm_rsh_no_tree_spawn 1
     --mca mpi_yield_when_idle 1 --mca orte_startup_timeout "${RINGTRAIN_CLUSTER_STARTUP_TIMEOUT:-60}"
-    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$kCidr"
+    --mca pml ob1 --mca btl tcp,vader,self --mca btl_tcp_if_include "$kCidr"
     --mca oob_tcp_if_include "$kCidr" -x OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$@")
   echo "+ ${cmd[*]}"
   [[ $dry -eq 1 ]] && return 0

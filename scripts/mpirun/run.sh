@@ -263,13 +263,17 @@ export OMP_NUM_THREADS="$threads"
 # which forwards it to every rank at once: ringtrain stops inside the step, writes its
 # checkpoint and exits 0, and so does this script. (mpirun's own handling of SIGTERM sends
 # the ranks SIGCONT, their SIGTERM only odls_base_sigkill_timeout seconds later and SIGKILL
-# as long again, and exits 1.) setsid keeps the terminal's Ctrl-C away from mpirun itself.
-setsid "${cmd[@]}" </dev/null &
+# as long again, and exits 1. A Ctrl-C in a terminal reaches mpirun too, so the ranks still
+# stop at once with their checkpoint, but the exit status is then mpirun's 1.)
+"${cmd[@]}" &
 mpirun_pid=$!
 trap 'kill -USR2 "$mpirun_pid" 2>/dev/null' TERM INT
-while :; do
-  status=0
-  wait "$mpirun_pid" || status=$?
-  kill -0 "$mpirun_pid" 2>/dev/null || break  # else wait was interrupted by the trap
+# The trap ends `wait` early (status > 128) while mpirun still runs: wait again until it has
+# gone, then ask bash for the status it kept (mpirun may end between the two calls, so the
+# interrupted wait's status is never the answer).
+while kill -0 "$mpirun_pid" 2>/dev/null; do
+  wait "$mpirun_pid" || true
 done
+status=0
+wait "$mpirun_pid" || status=$?
 exit "$status"

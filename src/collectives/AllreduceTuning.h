@@ -1,6 +1,6 @@
-// Tunable parameters of the hand-written all-reduce algorithms and the size thresholds
-// `auto` uses to pick one (crossovers measured on the development machine, see
-// docs in AllreduceTuning.cpp).
+// Tunable parameters of the hand-written all-reduce algorithms, where the ranks sit
+// (NodeLayout), and the choice `auto` makes from them (crossovers measured on the
+// development machine, see AllreduceTuning.cpp).
 #pragma once
 
 #include <cstddef>
@@ -10,11 +10,18 @@
 namespace ringtrain {
 
 struct AllreduceTuning {
-  // Ring: the pipeline unit. Each segment (count / N elements) is sent as chunks of this
-  // many bytes so that the reduction of chunk k overlaps the transfer of chunk k+1.
+  // Ring: the pipeline unit in bytes on the wire. On one host (shared memory) large
+  // chunks cost least. Across hosts a chunk must stay below Open MPI's TCP eager limit
+  // (btl_tcp_eager_limit, 64 KiB including the match header): larger messages use the
+  // rendezvous protocol, whose handshake waits behind the bulk data on the TCP connection
+  // and cost np 2 a third of the link (docs/benchmarks/allreduce-np2-investigation.md).
   std::size_t ring_chunk_bytes = 1024 * 1024;
+  std::size_t ring_chunk_bytes_network = 65536 - 128;
   // Ring: receives posted ahead (2 = double-buffered receive).
   int ring_recv_depth = 2;
+  // hier: the leaders all-reduce the node sum in pieces of this many bytes, so that the
+  // other ranks add up piece k+1 while piece k crosses the network.
+  std::size_t hier_piece_bytes = 4 * 1024 * 1024;
   // Parameter server: rank 0 handles the gradient in chunks of this many bytes.
   std::size_t ps_chunk_bytes = 1024 * 1024;
   // rd: vectors up to this size use plain recursive doubling (whole vector, log2 p steps)
@@ -27,9 +34,20 @@ struct AllreduceTuning {
   std::size_t auto_ring_min_bytes_single_host = 4 * 1024 * 1024;
 };
 
-// The algorithm `auto` runs for a vector of `bytes` bytes on `ranks` ranks, all on one
-// host or not.
-AllreduceAlgo choose_auto_algo(std::size_t bytes, int ranks, bool single_host,
-                               const AllreduceTuning& tuning);
+// Where the ranks of a communicator run. Nodes are the groups of ranks that share memory
+// (MPI_COMM_TYPE_SHARED), not host names: emulated nodes on one machine may all report
+// the same name.
+struct NodeLayout {
+  int ranks = 1;
+  int nodes = 1;
+  int nodes_with_several_ranks = 0;
+};
+
+// The algorithm `auto` runs for a vector of `bytes` bytes: hier when more than one node
+// has more than one rank; otherwise rd below the size threshold of the layout (one host
+// or several) and the ring from it on. rd moves fp32 only, so with 16-bit transport the
+// ring (or hier) is chosen at every size.
+AllreduceAlgo choose_auto_algo(std::size_t bytes, const NodeLayout& layout,
+                               Compression compression, const AllreduceTuning& tuning);
 
 }  // namespace ringtrain

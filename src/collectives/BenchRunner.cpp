@@ -67,8 +67,9 @@ std::vector<std::size_t> power_of_two_sizes(std::size_t min_bytes, std::size_t m
 
 std::vector<AllreduceAlgo> parse_algo_list(std::string_view text) {
   if (text == "all") {
-    return {AllreduceAlgo::kMpi, AllreduceAlgo::kRing, AllreduceAlgo::kRecursiveDoubling,
-            AllreduceAlgo::kParameterServer, AllreduceAlgo::kAuto};
+    return {AllreduceAlgo::kMpi, AllreduceAlgo::kRing, AllreduceAlgo::kHierarchical,
+            AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kParameterServer,
+            AllreduceAlgo::kAuto};
   }
   std::vector<AllreduceAlgo> algos;
   std::size_t start = 0;
@@ -80,6 +81,17 @@ std::vector<AllreduceAlgo> parse_algo_list(std::string_view text) {
   return algos;
 }
 
+std::vector<Compression> parse_compression_list(std::string_view text) {
+  std::vector<Compression> compressions;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    compressions.push_back(parse_compression(text.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return compressions;
+}
+
 float bench_value(int rank, std::size_t i) {
   return static_cast<float>(
       static_cast<int>((static_cast<std::size_t>(rank + 1) * 5 + i * 7) % 13) - 6);
@@ -87,12 +99,43 @@ float bench_value(int rank, std::size_t i) {
 
 namespace {
 
-// Mismatching elements on this rank after one all-reduce of bench_value data.
+struct Variant {
+  AllreduceAlgo algo;
+  Compression compression;
+};
+
+// Every algorithm with every transport, algorithm by algorithm; mpi and rd move fp32
+// only, so they run once, uncompressed.
+std::vector<Variant> variants_of(const BenchConfig& config) {
+  std::vector<Variant> variants;
+  for (AllreduceAlgo algo : config.algos) {
+    bool plain_done = false;
+    for (Compression c : config.compressions) {
+      const bool fp32_only = algo == AllreduceAlgo::kMpi || algo == AllreduceAlgo::kRecursiveDoubling;
+      if (fp32_only) c = Compression::kNone;
+      if (c == Compression::kNone) {
+        if (plain_done) continue;
+        plain_done = true;
+      }
+      variants.push_back({algo, c});
+    }
+  }
+  return variants;
+}
+
+std::string row_name(AllreduceAlgo algo, Compression compression) {
+  std::string name(allreduce_algo_name(algo));
+  if (compression != Compression::kNone) name.append("/").append(compression_name(compression));
+  return name;
+}
+
+// Mismatching elements on this rank after one all-reduce of bench_value data (small
+// integers: their sums are exact in bf16 and fp16 too).
 std::uint64_t check_once(Communicator& comm, std::vector<float>& data, std::size_t count,
-                         AllreduceAlgo algo, bool mean) {
+                         AllreduceAlgo algo, bool mean, Compression compression) {
   const int n = comm.size();
   for (std::size_t i = 0; i < count; ++i) data[i] = bench_value(comm.rank(), i);
-  comm.allreduce(std::span<float>(data.data(), count), algo, mean);
+  comm.allreduce(std::span<float>(data.data(), count), algo, mean, compression);
   std::uint64_t errors = 0;
   const float scale = 1.0f / static_cast<float>(n);
   for (std::size_t i = 0; i < count; ++i) {
@@ -105,7 +148,7 @@ std::uint64_t check_once(Communicator& comm, std::vector<float>& data, std::size
 }
 
 void print_header(std::ostream& out, const BenchConfig& config) {
-  out << fmt::format("#{:>12} {:>11} {:>5} {:>11} {:>11} {:>11} {:>11} {:>11}{} {:>7}\n", "size(B)",
+  out << fmt::format("#{:>12} {:>11} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}{} {:>7}\n", "size(B)",
                      "count", "algo", "min(us)", "avg(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)",
                      config.compare_to_mpi ? fmt::format(" {:>7}", "vs_mpi") : "", "errors");
 }
@@ -115,7 +158,7 @@ void print_row(std::ostream& out, const BenchRow& row, const BenchConfig& config
   if (config.compare_to_mpi)
     ratio = row.vs_mpi > 0 ? fmt::format(" {:>7.2f}", row.vs_mpi) : fmt::format(" {:>7}", "-");
   out << fmt::format(
-      " {:>12} {:>11} {:>5} {:>11.1f} {:>11.1f} {:>11.1f} {:>11.3f} {:>11.3f}{} {:>7}\n", row.bytes,
+      " {:>12} {:>11} {:>9} {:>11.1f} {:>11.1f} {:>11.1f} {:>11.3f} {:>11.3f}{} {:>7}\n", row.bytes,
       row.count, row.algo, row.time_min_us, row.time_avg_us, row.time_max_us, row.algbw_gbs,
       row.busbw_gbs, ratio, row.errors);
   out.flush();
@@ -128,7 +171,8 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
   if (config.iters < 1) throw std::invalid_argument("--iters must be at least 1");
   if (config.warmup < 0) throw std::invalid_argument("--warmup must be non-negative");
   if (config.repeats < 1) throw std::invalid_argument("--repeats must be at least 1");
-  comm.set_allreduce_tuning(config.tuning);
+  if (config.compressions.empty()) throw std::invalid_argument("--compress needs a value");
+  const std::vector<Variant> variants = variants_of(config);
   const int n = comm.size();
   const bool print = out != nullptr && comm.rank() == 0;
   std::size_t largest = 0;
@@ -140,11 +184,11 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
   for (std::size_t bytes : config.sizes) {
     const std::size_t count = bytes / sizeof(float);
     const std::span<float> span(data.data(), count);
-    const std::size_t algos = config.algos.size();
+    const std::size_t algos = variants.size();
     std::vector<double> local_errors(algos, 0.0);
     for (std::size_t a = 0; a < algos; ++a) {
-      local_errors[a] =
-          static_cast<double>(check_once(comm, data, count, config.algos[a], config.mean));
+      local_errors[a] = static_cast<double>(check_once(comm, data, count, variants[a].algo,
+                                                       config.mean, variants[a].compression));
     }
     // Timed data: zeros, so repeated in-place sums stay finite whatever the iteration
     // count (the checks above covered the arithmetic).
@@ -154,13 +198,15 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
     std::vector<double> best_us(algos, 0.0);
     for (int rep = 0; rep < config.repeats; ++rep) {
       for (std::size_t a = 0; a < algos; ++a) {
-        const AllreduceAlgo algo = config.algos[a];
+        const AllreduceAlgo algo = variants[a].algo;
+        const Compression transport = variants[a].compression;
         if (rep == 0) {
-          for (int i = 0; i < config.warmup; ++i) comm.allreduce(span, algo, config.mean);
+          for (int i = 0; i < config.warmup; ++i)
+            comm.allreduce(span, algo, config.mean, transport);
         }
         comm.barrier();
         const auto start = std::chrono::steady_clock::now();
-        for (int i = 0; i < config.iters; ++i) comm.allreduce(span, algo, config.mean);
+        for (int i = 0; i < config.iters; ++i) comm.allreduce(span, algo, config.mean, transport);
         const double per_call_us =
             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
                 .count() /
@@ -174,7 +220,7 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
       BenchRow row;
       row.bytes = count * sizeof(float);
       row.count = count;
-      row.algo = std::string(allreduce_algo_name(config.algos[a]));
+      row.algo = row_name(variants[a].algo, variants[a].compression);
       double sums[2] = {best_us[a], local_errors[a]};
       comm.allreduce_sum(sums);
       double extremes[2] = {best_us[a], -best_us[a]};
@@ -187,7 +233,7 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
           row.time_avg_us > 0 ? static_cast<double>(row.bytes) / (row.time_avg_us * 1e3) : 0.0;
       // nccl-tests' all-reduce bus bandwidth; on one rank there is no bus, report algbw.
       row.busbw_gbs = row.algbw_gbs * (n > 1 ? 2.0 * (n - 1) / n : 1.0);
-      if (config.algos[a] == AllreduceAlgo::kMpi) mpi_busbw = row.busbw_gbs;
+      if (variants[a].algo == AllreduceAlgo::kMpi) mpi_busbw = row.busbw_gbs;
       rows.push_back(row);
     }
     for (std::size_t i = first; i < rows.size(); ++i) {
@@ -220,12 +266,17 @@ void write_bench_json(const std::vector<BenchRow>& rows, int ranks, const std::s
     if (c == '"' || c == '\\') escaped += '\\';
     if (static_cast<unsigned char>(c) >= 0x20) escaped += c;
   }
+  std::string compressions;
+  for (Compression c : config.compressions)
+    compressions += fmt::format("{}\"{}\"", compressions.empty() ? "" : ", ", compression_name(c));
   file << fmt::format(
       "{{\n  \"ranks\": {},\n  \"library\": \"{}\",\n  \"warmup\": {},\n  \"iters\": {},\n  "
       "\"mean\": {},\n"
-      "  \"repeats\": {},\n  \"ring_chunk_bytes\": {},\n  \"results\": [\n",
+      "  \"repeats\": {},\n  \"compression\": [{}],\n  \"ring_chunk_bytes\": {},\n"
+      "  \"ring_chunk_bytes_network\": {},\n  \"results\": [\n",
       ranks, escaped, config.warmup, config.iters, config.mean ? "true" : "false", config.repeats,
-      config.tuning.ring_chunk_bytes);
+      compressions, config.tuning.ring_chunk_bytes,
+      config.tuning.ring_chunk_bytes_network);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const BenchRow& r = rows[i];
     file << fmt::format(

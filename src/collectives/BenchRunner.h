@@ -22,6 +22,11 @@ struct BenchConfig {
   int iters = 20;
   int repeats = 3;    // timed loops per algorithm; the best one counts
   bool mean = false;  // check and time the mean variant
+  // Transports: every algorithm runs with each (mpi and rd, fp32 only, once uncompressed);
+  // a row's algo reads "ring/bf16" for a 16-bit one.
+  std::vector<Compression> compressions{Compression::kNone};
+  // Recorded in the JSON; the communicator must have been built with it (it is fixed at
+  // construction, MpiCommunicatorOptions).
   AllreduceTuning tuning;
 };
 
@@ -44,8 +49,10 @@ std::size_t parse_byte_size(std::string_view text);
 std::vector<std::size_t> parse_size_list(std::string_view text);
 // min, 2 min, 4 min, ... <= max.
 std::vector<std::size_t> power_of_two_sizes(std::size_t min_bytes, std::size_t max_bytes);
-// "ring" | ... | "all" or a comma list; "all" = mpi, ring, rd, ps, auto.
+// "ring" | ... | "all" or a comma list; "all" = mpi, ring, hier, rd, ps, auto.
 std::vector<AllreduceAlgo> parse_algo_list(std::string_view text);
+// "none,bf16" -> transports.
+std::vector<Compression> parse_compression_list(std::string_view text);
 
 // The value rank `rank` contributes at index i: a small integer in [-6, 6], so sums over
 // any realistic rank count are exact in float32.

@@ -1,4 +1,5 @@
-// Names of the all-reduce algorithms, as the command line spells them.
+// Names of the all-reduce algorithms and transports as the command line spells them, and
+// the one all-reduce dispatch every communicator shares (the trivial cases live here).
 #include "collectives/Communicator.h"
 
 #include <stdexcept>
@@ -8,18 +9,21 @@ namespace ringtrain {
 
 AllreduceAlgo parse_allreduce_algo(std::string_view name) {
   if (name == "ring") return AllreduceAlgo::kRing;
+  if (name == "hier") return AllreduceAlgo::kHierarchical;
   if (name == "mpi") return AllreduceAlgo::kMpi;
   if (name == "ps") return AllreduceAlgo::kParameterServer;
   if (name == "rd") return AllreduceAlgo::kRecursiveDoubling;
   if (name == "auto") return AllreduceAlgo::kAuto;
   throw std::invalid_argument("unknown all-reduce algorithm '" + std::string(name) +
-                              "' (expected ring, mpi, ps, rd or auto)");
+                              "' (expected ring, hier, mpi, ps, rd or auto)");
 }
 
 std::string_view allreduce_algo_name(AllreduceAlgo algo) {
   switch (algo) {
     case AllreduceAlgo::kRing:
       return "ring";
+    case AllreduceAlgo::kHierarchical:
+      return "hier";
     case AllreduceAlgo::kMpi:
       return "mpi";
     case AllreduceAlgo::kParameterServer:
@@ -31,6 +35,39 @@ std::string_view allreduce_algo_name(AllreduceAlgo algo) {
   }
   throw std::invalid_argument("invalid AllreduceAlgo value " +
                               std::to_string(static_cast<int>(algo)));
+}
+
+Compression parse_compression(std::string_view name) {
+  if (name == "none") return Compression::kNone;
+  if (name == "bf16") return Compression::kBf16;
+  if (name == "fp16") return Compression::kFp16;
+  throw std::invalid_argument("unknown compression '" + std::string(name) +
+                              "' (expected none, bf16 or fp16)");
+}
+
+std::string_view compression_name(Compression compression) {
+  switch (compression) {
+    case Compression::kNone:
+      return "none";
+    case Compression::kBf16:
+      return "bf16";
+    case Compression::kFp16:
+      return "fp16";
+  }
+  throw std::invalid_argument("invalid Compression value " +
+                              std::to_string(static_cast<int>(compression)));
+}
+
+void Communicator::allreduce(std::span<float> data, AllreduceAlgo algo, bool mean,
+                             Compression compression) {
+  // Validate the enums on every path, the one-rank one included, so a bad value is
+  // reported the same way whatever the job size.
+  (void)allreduce_algo_name(algo);
+  (void)compression_name(compression);
+  const int ranks = size();
+  // One rank or nothing to reduce: the sum and the mean are the data itself.
+  if (ranks == 1 || data.empty()) return;
+  allreduce_scaled(data, algo, mean ? 1.0f / static_cast<float>(ranks) : 1.0f, compression);
 }
 
 }  // namespace ringtrain

@@ -12,19 +12,31 @@
 
 namespace ringtrain {
 
-struct AllreduceTuning;  // collectives/AllreduceTuning.h
-
 enum class AllreduceAlgo {
   kRing,               // reduce-scatter + all-gather over point-to-point (2(N-1)/N per rank)
+  kHierarchical,       // reduce inside each node (shared memory), ring among node leaders, share back
   kMpi,                // MPI_Allreduce as Open MPI implements it
   kParameterServer,    // everyone -> rank 0, sum, rank 0 -> everyone
-  kRecursiveDoubling,  // Rabenseifner's recursive halving / doubling
-  kAuto,               // chosen by message size from measured crossovers
+  kRecursiveDoubling,  // Rabenseifner's recursive halving / doubling ("rd")
+  kAuto,               // chosen by message size and topology from measured crossovers
 };
 
-// "ring" | "mpi" | "ps" | "rd" | "auto"; throws std::invalid_argument otherwise.
+// "ring" | "hier" | "mpi" | "ps" | "rd" | "auto"; throws std::invalid_argument otherwise.
 AllreduceAlgo parse_allreduce_algo(std::string_view name);
 std::string_view allreduce_algo_name(AllreduceAlgo algo);
+
+// How vectors travel between ranks during an all-reduce. Every addition is done in fp32
+// whatever the transport; 16-bit transport halves the bytes on the wire and rounds the
+// partial sums to 16 bits at each hop.
+enum class Compression {
+  kNone,  // fp32
+  kBf16,  // bfloat16: fp32's range, 8 significant bits
+  kFp16,  // IEEE half: 11 significant bits, range +-65504, so values are scaled by a power of two
+};
+
+// "none" | "bf16" | "fp16"; throws std::invalid_argument otherwise.
+Compression parse_compression(std::string_view name);
+std::string_view compression_name(Compression compression);
 
 class Communicator {
  public:
@@ -33,8 +45,14 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
-  // In place: data <- sum over ranks, then * (1 / size()) if mean.
-  virtual void allreduce(std::span<float> data, AllreduceAlgo algo, bool mean) = 0;
+  // In place: data <- sum over ranks, then * (1 / size()) if mean. Every rank passes the
+  // same data.size(), algorithm and compression, and every rank ends with bit-identical
+  // values. Throws std::invalid_argument for an invalid algo/compression value.
+  void allreduce(std::span<float> data, AllreduceAlgo algo, bool mean) {
+    allreduce(data, algo, mean, Compression::kNone);
+  }
+  void allreduce(std::span<float> data, AllreduceAlgo algo, bool mean, Compression compression);
+
   // Small exact sums (metrics), in place, with MPI's own reduction.
   virtual void allreduce_sum(std::span<double> data) = 0;
   virtual void allreduce_max(std::span<double> data) = 0;
@@ -65,9 +83,12 @@ class Communicator {
   // trainer's communication thread needs.
   virtual bool allows_serialized_threads() const { return false; }
 
-  // Chunk sizes and `auto` thresholds for the hand-written algorithms (added for
-  // allreduce_bench and experiments; communicators without tunables ignore it).
-  virtual void set_allreduce_tuning(const AllreduceTuning& /*tuning*/) {}
+ protected:
+  // The algorithms proper, called by allreduce() only with size() > 1, a non-empty span
+  // and valid enum values: data <- (sum over ranks) * scale, where scale is 1 for a sum
+  // and 1/size() for a mean (each algorithm applies it where it costs least).
+  virtual void allreduce_scaled(std::span<float> data, AllreduceAlgo algo, float scale,
+                                Compression compression) = 0;
 };
 
 }  // namespace ringtrain

@@ -73,17 +73,16 @@ void recv_all(MPI_Comm comm, int peer, int tag, float* data, std::size_t n, Traf
 
 }  // namespace
 
-void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
-                                const AllreduceTuning& tuning, std::vector<float>& scratch,
+void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, float scale,
+                                std::size_t doubling_max_bytes, AllreduceScratch& scratch_space,
                                 TrafficStats& stats) {
+  std::vector<float>& scratch = scratch_space.f32;
+  const bool scaled = scale != 1.0f;
   int rank = 0;
   int size = 1;
   RINGTRAIN_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size));
   const std::size_t count = data.size();
-  const float scale = 1.0f / static_cast<float>(size);
-  // One rank or nothing to reduce: the sum and the mean are the data itself.
-  if (size == 1 || count == 0) return;
   int pof2 = 1;
   while (pof2 * 2 <= size) pof2 *= 2;
   const int rem = size - pof2;
@@ -105,7 +104,7 @@ void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
   }
 
   if (new_rank >= 0) {
-    const bool doubling_only = count * sizeof(float) <= tuning.rd_doubling_max_bytes ||
+    const bool doubling_only = count * sizeof(float) <= doubling_max_bytes ||
                                count < static_cast<std::size_t>(pof2);
     if (doubling_only) {
       // Recursive doubling: log2(p) exchanges of the whole vector; a + b == b + a in IEEE
@@ -116,7 +115,7 @@ void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
         exchange(comm, peer, kStepTag, data.data(), count, scratch.data(), count, stats);
         reduce_add(data.data(), scratch.data(), count);
       }
-      if (mean) scale_in_place(data.data(), count, scale);
+      if (scaled) scale_in_place(data.data(), count, scale);
     } else {
       const auto block_begin = [&](int b) {
         return partition_begin(count, pof2, static_cast<std::size_t>(b));
@@ -143,7 +142,7 @@ void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
         hi = keep_hi;
       }
       // This rank now owns the full sum of block new_rank.
-      if (mean) {
+      if (scaled) {
         scale_in_place(data.data() + block_begin(lo), block_begin(hi) - block_begin(lo), scale);
       }
       for (int mask = 1; mask < pof2; mask *= 2) {

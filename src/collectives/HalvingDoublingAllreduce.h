@@ -7,16 +7,16 @@
 #include "collectives/Mpi.h"
 
 #include <span>
-#include <vector>
 
-#include "collectives/AllreduceTuning.h"
+#include "collectives/AllreduceScratch.h"
 #include "collectives/TrafficStats.h"
 
 namespace ringtrain {
 
-// data <- sum over the ranks of `comm` (then * 1/N if mean), in place.
-void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
-                                const AllreduceTuning& tuning, std::vector<float>& scratch,
+// data <- (sum over the ranks of `comm`) * scale, in place, fp32 on the wire. Vectors of
+// up to `doubling_max_bytes` use plain recursive doubling.
+void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, float scale,
+                                std::size_t doubling_max_bytes, AllreduceScratch& scratch,
                                 TrafficStats& stats);
 
 }  // namespace ringtrain

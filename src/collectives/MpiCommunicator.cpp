@@ -1,11 +1,11 @@
-// MpiCommunicator: the all-reduce dispatch and the small collectives on MPI.
+// MpiCommunicator: the node split, the all-reduce dispatch and the small collectives on MPI.
 //
 // Byte counters: the hand-written algorithms count exactly what they pass to point-to-point
 // calls. For work delegated to MPI's own collectives (MPI_Allreduce, MPI_Bcast,
 // MPI_Allgather[v]) the internal traffic is not observable, so they count the payload at
 // the interface: allreduce sends and receives the vector once (N > 1), broadcast's root
 // sends it and the others receive it, allgather sends this rank's value and receives the
-// others'. Barrier moves no payload.
+// others'. Barrier moves no payload, nor do hier's copies through shared memory.
 #include "collectives/MpiCommunicator.h"
 
 #include <algorithm>
@@ -28,43 +28,100 @@ constexpr std::size_t kMaxCount = static_cast<std::size_t>(INT_MAX);
 
 }  // namespace
 
-MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
+MpiCommunicator::MpiCommunicator(MPI_Comm parent, const MpiCommunicatorOptions& options)
+    : tuning_(options.tuning) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) throw std::runtime_error("MpiCommunicator: MPI is not initialised");
+  if (options.node_group_size < 0)
+    throw std::invalid_argument("MpiCommunicator: node_group_size must be >= 0");
   RINGTRAIN_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
   RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   RINGTRAIN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
-  // Shared memory vs network decides auto's crossover.
-  MPI_Comm local = MPI_COMM_NULL;
-  RINGTRAIN_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local));
-  int local_size = 0;
-  RINGTRAIN_MPI_CHECK(MPI_Comm_size(local, &local_size));
-  RINGTRAIN_MPI_CHECK(MPI_Comm_free(&local));
-  int all_local = local_size == size_ ? 1 : 0;
-  RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_MIN, comm_));
-  single_host_ = all_local == 1;
+  // Nodes: ranks that share memory (never host names, which emulated nodes share).
+  if (options.node_group_size > 0) {
+    RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, rank_ / options.node_group_size, rank_, &node_comm_));
+  } else {
+    RINGTRAIN_MPI_CHECK(
+        MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_));
+  }
+  RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(node_comm_, MPI_ERRORS_RETURN));
+  int node_rank = 0;
+  int node_size = 1;
+  RINGTRAIN_MPI_CHECK(MPI_Comm_rank(node_comm_, &node_rank));
+  RINGTRAIN_MPI_CHECK(MPI_Comm_size(node_comm_, &node_size));
+  const bool leader = node_rank == 0;
+  RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, leader ? 0 : MPI_UNDEFINED, rank_, &leader_comm_));
+  if (leader_comm_ != MPI_COMM_NULL)
+    RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(leader_comm_, MPI_ERRORS_RETURN));
+  int counts[2] = {leader ? 1 : 0, leader && node_size > 1 ? 1 : 0};
+  RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, comm_));
+  layout_ = NodeLayout{size_, counts[0], counts[1]};
+  hier_ = std::make_unique<HierarchicalAllreduce>(node_comm_, leader_comm_,
+                                                  tuning_.hier_piece_bytes);
 }
 
 MpiCommunicator::~MpiCommunicator() {
+  hier_.reset();  // frees its shared window before the communicators go
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (finalized) return;
+  if (leader_comm_ != MPI_COMM_NULL) MPI_Comm_free(&leader_comm_);
+  if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgo algo, bool mean) {
-  if (algo == AllreduceAlgo::kAuto)
-    algo = choose_auto_algo(data.size_bytes(), size_, single_host_, tuning_);
+RingOptions MpiCommunicator::ring_options(bool network) const {
+  return RingOptions{network ? tuning_.ring_chunk_bytes_network : tuning_.ring_chunk_bytes,
+                     tuning_.ring_recv_depth};
+}
+
+AllreduceAlgo MpiCommunicator::resolve(AllreduceAlgo algo, std::size_t bytes,
+                                       Compression compression) const {
+  if (algo == AllreduceAlgo::kAuto) algo = choose_auto_algo(bytes, layout_, compression, tuning_);
+  // With one rank per node the hierarchy is the flat ring.
+  if (algo == AllreduceAlgo::kHierarchical && layout_.nodes_with_several_ranks == 0)
+    algo = AllreduceAlgo::kRing;
+  return algo;
+}
+
+void MpiCommunicator::across_nodes(std::span<float> data, float scale, Compression compression) {
+  if (compression == Compression::kNone && data.size_bytes() < tuning_.auto_ring_min_bytes) {
+    halving_doubling_allreduce(leader_comm_, data, scale, tuning_.rd_doubling_max_bytes, scratch_,
+                               stats_);
+  } else {
+    ring_allreduce(leader_comm_, data, scale, compression, ring_options(true), scratch_, stats_);
+  }
+}
+
+void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo, float scale,
+                                       Compression compression) {
+  algo = resolve(algo, data.size_bytes(), compression);
+  if (compression != Compression::kNone &&
+      (algo == AllreduceAlgo::kMpi || algo == AllreduceAlgo::kRecursiveDoubling)) {
+    throw std::invalid_argument("all-reduce '" + std::string(allreduce_algo_name(algo)) +
+                                "' moves fp32 only; --compress " +
+                                std::string(compression_name(compression)) +
+                                " works with ring, hier, ps or auto");
+  }
   switch (algo) {
     case AllreduceAlgo::kRing:
-      ring_allreduce(comm_, data, mean, tuning_, scratch_, stats_);
+      ring_allreduce(comm_, data, scale, compression, ring_options(!single_host()), scratch_,
+                     stats_);
+      return;
+    case AllreduceAlgo::kHierarchical:
+      hier_->run(
+          data, scale, compression,
+          [this](std::span<float> d, float s, Compression c) { across_nodes(d, s, c); }, stats_);
       return;
     case AllreduceAlgo::kRecursiveDoubling:
-      halving_doubling_allreduce(comm_, data, mean, tuning_, scratch_, stats_);
+      halving_doubling_allreduce(comm_, data, scale, tuning_.rd_doubling_max_bytes, scratch_,
+                                 stats_);
       return;
     case AllreduceAlgo::kParameterServer:
-      parameter_server_allreduce(comm_, data, mean, tuning_, scratch_, stats_);
+      parameter_server_allreduce(comm_, data, scale, compression, tuning_.ps_chunk_bytes, scratch_,
+                                 stats_);
       return;
     case AllreduceAlgo::kMpi: {
       // MPI's reduction runs inside the call, so all of it is counted as waiting.
@@ -76,12 +133,9 @@ void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgo algo, bool 
       }
       stats_.wait_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (size_ > 1) {
-        stats_.bytes_sent += data.size_bytes();
-        stats_.bytes_received += data.size_bytes();
-      }
-      if (mean && size_ > 1)
-        scale_in_place(data.data(), data.size(), 1.0f / static_cast<float>(size_));
+      stats_.bytes_sent += data.size_bytes();
+      stats_.bytes_received += data.size_bytes();
+      if (scale != 1.0f) scale_in_place(data.data(), data.size(), scale);
       return;
     }
     case AllreduceAlgo::kAuto:

@@ -1,21 +1,36 @@
 // Communicator over an MPI communicator: owns an MPI_Comm_dup with MPI_ERRORS_RETURN, so
 // every failing MPI call becomes a std::runtime_error (MpiCheck.h) instead of an abort.
+// It also owns the node split hier and auto need (MPI_COMM_TYPE_SHARED) and the tuning
+// of the hand-written algorithms, fixed at construction.
 #pragma once
 
 #include "collectives/Mpi.h"
 
+#include <memory>
 #include <vector>
 
+#include "collectives/AllreduceScratch.h"
 #include "collectives/AllreduceTuning.h"
 #include "collectives/Communicator.h"
+#include "collectives/HierarchicalAllreduce.h"
+#include "collectives/RingAllreduce.h"
 #include "collectives/TrafficStats.h"
 
 namespace ringtrain {
 
+struct MpiCommunicatorOptions {
+  // Chunk sizes and `auto` thresholds (allreduce_bench exposes them for experiments).
+  AllreduceTuning tuning;
+  // 0: nodes are the groups of ranks that share memory (MPI_COMM_TYPE_SHARED). k > 0:
+  // ranks r with the same r / k form a node, so tests can exercise hier with one and two
+  // ranks per "node" on one host; every such group must share memory.
+  int node_group_size = 0;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
   // Duplicates `parent` (collective over it). MPI must be initialised.
-  explicit MpiCommunicator(MPI_Comm parent);
+  explicit MpiCommunicator(MPI_Comm parent, const MpiCommunicatorOptions& options = {});
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -23,7 +38,7 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  void allreduce(std::span<float> data, AllreduceAlgo algo, bool mean) override;
+  using Communicator::allreduce;
   void allreduce_sum(std::span<double> data) override;
   void allreduce_max(std::span<double> data) override;
   void broadcast(std::span<std::byte> data, int root) override;
@@ -41,23 +56,34 @@ class MpiCommunicator final : public Communicator {
   std::string host_name() const override;
   std::string library_version() const override;
 
-  void set_allreduce_tuning(const AllreduceTuning& tuning) override { tuning_ = tuning; }
   const AllreduceTuning& allreduce_tuning() const { return tuning_; }
-
+  const NodeLayout& layout() const { return layout_; }
   MPI_Comm comm() const { return comm_; }
-  // True when every rank shares this rank's host (MPI_COMM_TYPE_SHARED covers them all).
-  bool single_host() const { return single_host_; }
+  // True when every rank shares this rank's node.
+  bool single_host() const { return layout_.nodes == 1; }
+  // The algorithm `algo` runs as for a vector of `bytes` bytes (resolves auto).
+  AllreduceAlgo resolve(AllreduceAlgo algo, std::size_t bytes, Compression compression) const;
+
+ protected:
+  void allreduce_scaled(std::span<float> data, AllreduceAlgo algo, float scale,
+                        Compression compression) override;
 
  private:
   void reduce_doubles(std::span<double> data, MPI_Op op);
+  // The leaders' step of hier: rd for short fp32 vectors, else the ring.
+  void across_nodes(std::span<float> data, float scale, Compression compression);
+  RingOptions ring_options(bool network) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm node_comm_ = MPI_COMM_NULL;
+  MPI_Comm leader_comm_ = MPI_COMM_NULL;  // node leaders only
   int rank_ = 0;
   int size_ = 1;
-  bool single_host_ = true;
+  NodeLayout layout_;
   AllreduceTuning tuning_;
   TrafficStats stats_;
-  std::vector<float> scratch_;  // receive space of the hand-written algorithms
+  AllreduceScratch scratch_;  // receive space of the hand-written algorithms
+  std::unique_ptr<HierarchicalAllreduce> hier_;
 };
 
 }  // namespace ringtrain

@@ -7,15 +7,18 @@
 #include "collectives/Mpi.h"
 
 #include <span>
-#include <vector>
 
-#include "collectives/AllreduceTuning.h"
+#include "collectives/AllreduceScratch.h"
+#include "collectives/Communicator.h"
 #include "collectives/TrafficStats.h"
 
 namespace ringtrain {
 
-void parameter_server_allreduce(MPI_Comm comm, std::span<float> data, bool mean,
-                                const AllreduceTuning& tuning, std::vector<float>& scratch,
-                                TrafficStats& stats);
+// data <- (sum over the ranks of `comm`) * scale, in place, moved in chunks of
+// `chunk_bytes` on the wire; fp32 or 16-bit transport (the server adds in fp32 and sends
+// back the rounded sum, which it keeps itself too).
+void parameter_server_allreduce(MPI_Comm comm, std::span<float> data, float scale,
+                                Compression compression, std::size_t chunk_bytes,
+                                AllreduceScratch& scratch, TrafficStats& stats);
 
 }  // namespace ringtrain

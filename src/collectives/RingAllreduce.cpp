@@ -5,16 +5,23 @@
 // Reduce-scatter step s (0..N-2): rank r sends segment r-s and receives segment r-s-1
 // (mod N), which it adds into its own copy. After step N-2, rank r owns the full sum of
 // segment r+1. All-gather step t (0..N-2): rank r sends segment r+1-t and receives
-// segment r-t straight into place. Per rank that is 2(N-1) segments of count/N elements,
-// the 2(N-1)/N bound of Patarasuk & Yuan (2009).
+// segment r-t. Per rank that is 2(N-1) segments of count/N elements, the 2(N-1)/N bound
+// of Patarasuk & Yuan (2009).
 //
-// Pipelining: every segment is cut into chunks of tuning.ring_chunk_bytes. The receives
-// of a rank form one ordered stream (reduce-scatter chunks, then all-gather chunks) which
-// matches, message for message, the send stream of its left neighbour (MPI keeps the
-// order of messages between a pair on one communicator and tag). Receives are posted
-// `ring_recv_depth` items ahead (reduce-scatter ones into a rotating set of scratch
-// chunks: double buffering), so the transfer of chunk k+1 runs while chunk k is reduced,
-// and the reduced chunk is sent on (non-blocking) at once, which pipelines across steps.
+// Pipelining: every segment is cut into chunks of options.chunk_bytes on the wire. The
+// receives of a rank form one ordered stream (reduce-scatter chunks, then all-gather
+// chunks) which matches, message for message, the send stream of its left neighbour (MPI
+// keeps the order of messages between a pair on one communicator and tag). Receives are
+// posted `recv_depth` items ahead (reduce-scatter ones into a rotating set of scratch
+// chunks), so the transfer of chunk k+1 runs while chunk k is reduced, and the reduced
+// chunk is sent on (non-blocking) at once, which pipelines across steps.
+//
+// The wire: fp32 transport sends straight from `data` and receives all-gather chunks in
+// place. 16-bit transport keeps a 16-bit copy of the vector (the wire) at the same
+// offsets: a chunk is narrowed into it just before it is sent, reduce-scatter chunks are
+// widened and added in fp32, all-gather chunks are received into the wire, forwarded from
+// there unchanged and widened into `data`. The owner of a reduced segment widens its own
+// narrowed copy too, so every rank ends with the same values.
 #include "collectives/RingAllreduce.h"
 
 #include <algorithm>
@@ -23,6 +30,8 @@
 #include <vector>
 
 #include "collectives/EvenPartition.h"
+#include "collectives/Fp16Range.h"
+#include "collectives/HalfConvert.h"
 #include "collectives/MpiCheck.h"
 #include "collectives/MpiWait.h"
 #include "collectives/ReduceKernels.h"
@@ -44,50 +53,61 @@ struct RingItem {
 
 class RingRun {
  public:
-  RingRun(MPI_Comm comm, std::span<float> data, bool mean, const AllreduceTuning& tuning,
-          std::vector<float>& scratch, TrafficStats& stats)
-      : comm_(comm), data_(data), mean_(mean), scratch_(scratch), stats_(stats) {
+  RingRun(MPI_Comm comm, std::span<float> data, float scale, Compression compression,
+          const RingOptions& options, AllreduceScratch& scratch, TrafficStats& stats)
+      : comm_(comm),
+        data_(data),
+        scale_(scale),
+        compression_(compression),
+        compressed_(compression != Compression::kNone),
+        scratch_(scratch),
+        stats_(stats) {
     RINGTRAIN_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
     RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size_));
     left_ = (rank_ + size_ - 1) % size_;
     right_ = (rank_ + 1) % size_;
-    chunk_elems_ = std::max<std::size_t>(1, tuning.ring_chunk_bytes / sizeof(float));
+    element_bytes_ = compressed_ ? sizeof(std::uint16_t) : sizeof(float);
+    chunk_elems_ = std::max<std::size_t>(1, options.chunk_bytes / element_bytes_);
     chunk_elems_ = std::min<std::size_t>(chunk_elems_, 1u << 29);  // pieces < 2^30: int counts
-    depth_ = std::max(1, tuning.ring_recv_depth);
+    depth_ = std::max(1, options.recv_depth);
   }
 
   void run() {
+    // fp16: bring every partial sum into fp16's range first (Fp16Range.h).
+    if (compression_ == Compression::kFp16) scale_ *= fp16_prescale(comm_, data_, stats_);
     build_receive_stream();
-    // Scratch for reduce-scatter receives: depth_ chunks (a chunk is never larger than
-    // a segment, so small buffers need little scratch).
-    // Segments differ by at most one element: the two sizes bound the piece length.
+    // Receive slots for reduce-scatter: depth_ chunks (a chunk is never larger than a
+    // segment, so small buffers need little scratch). Segments differ by at most one
+    // element: the two sizes bound the piece length.
     slot_elems_ = std::max(piece_length(partition_size(data_.size(), size_, 0)),
                            piece_length(partition_size(data_.size(), size_, size_ - 1)));
-    if (scratch_.size() < slot_elems_ * static_cast<std::size_t>(depth_)) {
-      scratch_.resize(slot_elems_ * static_cast<std::size_t>(depth_));
+    const std::size_t slots = slot_elems_ * static_cast<std::size_t>(depth_);
+    if (compressed_) {
+      if (scratch_.u16.size() < data_.size() + slots) scratch_.u16.resize(data_.size() + slots);
+      wire_ = scratch_.u16.data();
+    } else if (scratch_.f32.size() < slots) {
+      scratch_.f32.resize(slots);
     }
     recv_requests_.assign(static_cast<std::size_t>(depth_), MPI_REQUEST_NULL);
 
     // Reduce-scatter step 0: send segment r as it is.
     for_each_chunk(segment(rank_), [&](std::size_t offset, int count, std::uint64_t chunk) {
+      to_wire(offset, count);
       send(offset, count, key_of(false, 0, chunk));
     });
     for (std::size_t i = 0; i < std::min<std::size_t>(depth_, recvs_.size()); ++i) post_receive(i);
 
-    const float scale = 1.0f / static_cast<float>(size_);
     for (std::size_t i = 0; i < recvs_.size(); ++i) {
       const RingItem& item = recvs_[i];
       const std::size_t slot = i % static_cast<std::size_t>(depth_);
       timed_wait(&recv_requests_[slot], stats_);
-      stats_.bytes_received += static_cast<std::uint64_t>(item.count) * sizeof(float);
-      float* dst = data_.data() + item.offset;
+      stats_.bytes_received += static_cast<std::uint64_t>(item.count) * element_bytes_;
+      const bool last_reduce = !item.all_gather && item.step == size_ - 2;
       if (!item.all_gather) {
-        const float* src = scratch_.data() + slot * slot_elems_;
-        if (mean_ && item.step == size_ - 2) {
-          reduce_add_scale(dst, src, static_cast<std::size_t>(item.count), scale);
-        } else {
-          reduce_add(dst, src, static_cast<std::size_t>(item.count));
-        }
+        reduce(item, slot, last_reduce);
+      } else if (compressed_) {
+        widen_scaled(compression_, wire_ + item.offset, data_.data() + item.offset,
+                     static_cast<std::size_t>(item.count), scale_);
       }
       // The slot is free again: keep `depth_` receives in flight.
       if (i + depth_ < recvs_.size()) post_receive(i + depth_);
@@ -95,8 +115,7 @@ class RingRun {
       // all-gather; all-gather step t feeds step t+1.
       const std::uint64_t chunk = item.key % kChunkRadix;
       if (!item.all_gather) {
-        const bool last = item.step == size_ - 2;
-        send(item.offset, item.count, key_of(last, last ? 0 : item.step + 1, chunk));
+        send(item.offset, item.count, key_of(last_reduce, last_reduce ? 0 : item.step + 1, chunk));
       } else if (item.step < size_ - 2) {
         send(item.offset, item.count, key_of(true, item.step + 1, chunk));
       }
@@ -156,27 +175,62 @@ class RingRun {
     }
   }
 
+  // 16-bit transport: narrow data[offset, offset + count) into the wire before sending.
+  void to_wire(std::size_t offset, int count) {
+    if (compressed_)
+      narrow(compression_, data_.data() + offset, wire_ + offset, static_cast<std::size_t>(count));
+  }
+
+  // Adds a received reduce-scatter chunk into data. The last step completes the sum of
+  // this rank's segment: scaled (fp32) or narrowed for sending and widened back (16 bit).
+  void reduce(const RingItem& item, std::size_t slot, bool last) {
+    float* dst = data_.data() + item.offset;
+    const std::size_t n = static_cast<std::size_t>(item.count);
+    if (!compressed_) {
+      const float* src = scratch_.f32.data() + slot * slot_elems_;
+      if (last && scale_ != 1.0f) {
+        reduce_add_scale(dst, src, n, scale_);
+      } else {
+        reduce_add(dst, src, n);
+      }
+      return;
+    }
+    const std::uint16_t* src = wire_ + data_.size() + slot * slot_elems_;
+    widen_add(compression_, src, dst, n);
+    to_wire(item.offset, item.count);
+    if (last) widen_scaled(compression_, wire_ + item.offset, dst, n, scale_);
+  }
+
+  void* wire_at(std::size_t offset) {
+    return compressed_ ? static_cast<void*>(wire_ + offset)
+                       : static_cast<void*>(data_.data() + offset);
+  }
+
+  MPI_Datatype wire_type() const { return compressed_ ? MPI_UINT16_T : MPI_FLOAT; }
+
   void post_receive(std::size_t i) {
     const RingItem& item = recvs_[i];
     const std::size_t slot = i % static_cast<std::size_t>(depth_);
-    float* dst;
+    void* dst;
     if (item.all_gather) {
       // Receiving in place overwrites segment r-t, which this rank sent in reduce-scatter
       // step t: that send must be complete before the buffer may change.
       complete_sends_up_to(key_of(false, item.step, item.key % kChunkRadix));
-      dst = data_.data() + item.offset;
+      dst = wire_at(item.offset);
+    } else if (compressed_) {
+      dst = wire_ + data_.size() + slot * slot_elems_;
     } else {
-      dst = scratch_.data() + slot * slot_elems_;
+      dst = scratch_.f32.data() + slot * slot_elems_;
     }
     RINGTRAIN_MPI_CHECK(
-        MPI_Irecv(dst, item.count, MPI_FLOAT, left_, kRingTag, comm_, &recv_requests_[slot]));
+        MPI_Irecv(dst, item.count, wire_type(), left_, kRingTag, comm_, &recv_requests_[slot]));
   }
 
   void send(std::size_t offset, int count, std::uint64_t key) {
     MPI_Request request;
     RINGTRAIN_MPI_CHECK(
-        MPI_Isend(data_.data() + offset, count, MPI_FLOAT, right_, kRingTag, comm_, &request));
-    stats_.bytes_sent += static_cast<std::uint64_t>(count) * sizeof(float);
+        MPI_Isend(wire_at(offset), count, wire_type(), right_, kRingTag, comm_, &request));
+    stats_.bytes_sent += static_cast<std::uint64_t>(count) * element_bytes_;
     sends_.push_back({key, request});
   }
 
@@ -190,9 +244,13 @@ class RingRun {
 
   MPI_Comm comm_;
   std::span<float> data_;
-  bool mean_;
-  std::vector<float>& scratch_;  // owned by the caller, reused across calls
+  float scale_;  // applied to the finished sums (fp16: times the inverse prescale)
+  Compression compression_;
+  bool compressed_;
+  AllreduceScratch& scratch_;  // owned by the caller, reused across calls
   TrafficStats& stats_;
+  std::uint16_t* wire_ = nullptr;  // 16-bit transport: data.size() wire + receive slots
+  std::size_t element_bytes_ = sizeof(float);
   int rank_ = 0;
   int size_ = 1;
   int left_ = 0;
@@ -207,31 +265,27 @@ class RingRun {
 
 }  // namespace
 
-void ring_allreduce(MPI_Comm comm, std::span<float> data, bool mean, const AllreduceTuning& tuning,
-                    std::vector<float>& scratch, TrafficStats& stats) {
-  int size = 1;
-  RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size));
-  // One rank or nothing to reduce: the sum and the mean are the data itself.
-  if (size == 1 || data.empty()) return;
-  RingRun(comm, data, mean, tuning, scratch, stats).run();
+void ring_allreduce(MPI_Comm comm, std::span<float> data, float scale, Compression compression,
+                    const RingOptions& options, AllreduceScratch& scratch, TrafficStats& stats) {
+  RingRun(comm, data, scale, compression, options, scratch, stats).run();
 }
 
-std::uint64_t ring_bytes_sent(std::size_t count, int ranks, int rank) {
+std::uint64_t ring_elements_sent(std::size_t count, int ranks, int rank) {
   if (ranks <= 1) return 0;
   // Reduce-scatter sends every segment but r+1, all-gather every segment but r+2.
   const auto seg = [&](int i) {
     return partition_size(count, ranks, static_cast<std::size_t>(((i % ranks) + ranks) % ranks));
   };
-  return (2 * count - seg(rank + 1) - seg(rank + 2)) * sizeof(float);
+  return 2 * count - seg(rank + 1) - seg(rank + 2);
 }
 
-std::uint64_t ring_bytes_received(std::size_t count, int ranks, int rank) {
+std::uint64_t ring_elements_received(std::size_t count, int ranks, int rank) {
   if (ranks <= 1) return 0;
   // Reduce-scatter receives every segment but r, all-gather every segment but r+1.
   const auto seg = [&](int i) {
     return partition_size(count, ranks, static_cast<std::size_t>(((i % ranks) + ranks) % ranks));
   };
-  return (2 * count - seg(rank) - seg(rank + 1)) * sizeof(float);
+  return 2 * count - seg(rank) - seg(rank + 1);
 }
 
 }  // namespace ringtrain

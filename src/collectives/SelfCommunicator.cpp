@@ -1,4 +1,4 @@
-// SelfCommunicator: argument checks of the one-rank collectives, and the host name.
+// SelfCommunicator: the argument check of the one-rank broadcast, and the host name.
 #include "collectives/SelfCommunicator.h"
 
 #include <unistd.h>
@@ -7,11 +7,6 @@
 #include <string>
 
 namespace ringtrain {
-
-void SelfCommunicator::allreduce(std::span<float> /*data*/, AllreduceAlgo algo, bool /*mean*/) {
-  // Validate the enum like the MPI path does; the data itself is already the result.
-  (void)allreduce_algo_name(algo);
-}
 
 void SelfCommunicator::broadcast(std::span<std::byte> /*data*/, int root) {
   if (root != 0) {

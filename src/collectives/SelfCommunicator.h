@@ -11,8 +11,7 @@ class SelfCommunicator final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
 
-  // Sum over one rank is the identity, and so is the mean (scale 1/1).
-  void allreduce(std::span<float> data, AllreduceAlgo algo, bool mean) override;
+  using Communicator::allreduce;
   void allreduce_sum(std::span<double> /*data*/) override {}
   void allreduce_max(std::span<double> /*data*/) override {}
   void broadcast(std::span<std::byte> data, int root) override;
@@ -28,6 +27,12 @@ class SelfCommunicator final : public Communicator {
   std::string host_name() const override;
   std::string library_version() const override { return "none (single process)"; }
   bool allows_serialized_threads() const override { return true; }
+
+ protected:
+  // Never reached: Communicator::allreduce returns before it on one rank (the sum and the
+  // mean over one rank are the data itself).
+  void allreduce_scaled(std::span<float> /*data*/, AllreduceAlgo /*algo*/, float /*scale*/,
+                        Compression /*compression*/) override {}
 };
 
 }  // namespace ringtrain

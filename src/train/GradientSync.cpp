@@ -19,8 +19,8 @@ double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::ste
 }  // namespace
 
 GradientSync::GradientSync(Communicator& comm, AllreduceAlgo algo, std::size_t num_params, double bucket_mb,
-                           bool overlap)
-    : comm_(comm), algo_(algo) {
+                           bool overlap, Compression compression)
+    : comm_(comm), algo_(algo), compression_(compression) {
   if (!(bucket_mb > 0.0)) throw std::invalid_argument(fmt::format("--bucket-mb must be > 0 (got {})", bucket_mb));
   const auto per_bucket = std::max<std::size_t>(
       1, static_cast<std::size_t>(std::floor(bucket_mb * 1024.0 * 1024.0 / sizeof(float))));
@@ -36,7 +36,7 @@ GradientSync::~GradientSync() = default;
 void GradientSync::average(std::span<float> grads) {
   if (comm_.size() == 1) return;  // the mean over one rank is the identity
   for (const auto& [offset, count] : buckets_) {
-    comm_.allreduce(grads.subspan(offset, count), algo_, /*mean=*/true);
+    comm_.allreduce(grads.subspan(offset, count), algo_, /*mean=*/true, compression_);
   }
 }
 
@@ -71,7 +71,7 @@ void GradientSync::reduce_bucket(std::size_t index) {
   if (stopped_ || comm_.size() == 1) return;  // a stopped step's gradients are discarded
   const auto t0 = Clock::now();
   const auto [offset, count] = buckets_[index];
-  comm_.allreduce(grads_.subspan(offset, count), algo_, /*mean=*/true);
+  comm_.allreduce(grads_.subspan(offset, count), algo_, /*mean=*/true, compression_);
   slices_.emplace_back(seconds_between(begin_time_, t0), seconds_between(begin_time_, Clock::now()));
 }
 

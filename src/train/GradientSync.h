@@ -39,8 +39,9 @@ class GradientSync {
  public:
   // bucket_mb: upper bound of one bucket's size in MiB (at least one float). overlap: use a
   // communication thread (needs a communicator that allows MPI calls from another thread).
+  // compression: the gradients' transport (the additions stay fp32).
   GradientSync(Communicator& comm, AllreduceAlgo algo, std::size_t num_params, double bucket_mb,
-               bool overlap = false);
+               bool overlap = false, Compression compression = Compression::kNone);
   ~GradientSync();
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
@@ -74,6 +75,7 @@ class GradientSync {
 
   Communicator& comm_;
   AllreduceAlgo algo_;
+  Compression compression_;
   std::vector<std::pair<std::size_t, std::size_t>> buckets_;
   std::unique_ptr<CommThread> thread_;
 

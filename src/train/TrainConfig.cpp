@@ -28,6 +28,11 @@ void TrainConfig::validate() const {
           fmt::format("--lr-scaling must be none or linear (got '{}')", lr_scaling));
   require(lr_base_batch >= 0, "--lr-base-batch must be >= 0");
   require(bucket_mb > 0.0, fmt::format("--bucket-mb must be > 0 (got {})", bucket_mb));
+  require(compress == "none" || compress == "bf16" || compress == "fp16",
+          fmt::format("--compress must be none, bf16 or fp16 (got '{}')", compress));
+  require(compress == "none" || (allreduce != "rd" && allreduce != "mpi"),
+          fmt::format("--compress {} needs --allreduce ring, hier, ps or auto ({} moves fp32 only)", compress,
+                      allreduce));
   require(eval_every >= 0, "--eval-every must be >= 0");
   require(log_every >= 1, "--log-every must be >= 1");
   require(progress == "auto" || progress == "bar" || progress == "plain",
@@ -101,6 +106,7 @@ Json TrainConfig::to_json() const {
   j.set("lr_base_batch", lr_base_batch);
   j.set("seed", seed);
   j.set("allreduce", allreduce);
+  j.set("compress", compress);
   j.set("bucket_mb", bucket_mb);
   j.set("overlap", overlap);
   j.set("mode", mode);

@@ -43,7 +43,8 @@ struct TrainConfig {
   std::uint64_t seed = 42;
 
   // Distribution.
-  std::string allreduce = "ring";    // ring | mpi | ps | rd | auto
+  std::string allreduce = "ring";    // ring | hier | mpi | ps | rd | auto
+  std::string compress = "none";     // gradient transport: none | bf16 | fp16
   double bucket_mb = 4.0;            // gradient bucket size
   bool overlap = true;               // reduce buckets beside backward (a communication thread)
   std::string mode = "sync";         // sync (all-reduce) | async (parameter servers)

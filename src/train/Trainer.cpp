@@ -105,7 +105,8 @@ void Trainer::State::setup_local() {
   schedule = std::make_unique<LrSchedule>(config.schedule);
   // The communication thread makes MPI calls: only if the library allows that.
   overlap = config.overlap && world > 1 && comm.allows_serialized_threads();
-  sync = std::make_unique<GradientSync>(comm, algo, model->num_params(), config.bucket_mb, overlap);
+  sync = std::make_unique<GradientSync>(comm, algo, model->num_params(), config.bucket_mb, overlap,
+                                        parse_compression(config.compress));
 
   const std::size_t per_rank = data.train->size() / static_cast<std::size_t>(world);
   if (per_rank / static_cast<std::size_t>(config.batch_size) / static_cast<std::size_t>(config.accumulate) == 0) {

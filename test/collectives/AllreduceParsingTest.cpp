@@ -1,5 +1,8 @@
-// Algorithm names, size parsing, the even partition and auto's choice.
+// Algorithm and compression names, size parsing, the even partition and auto's choice.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
 
 #include "collectives/AllreduceTuning.h"
 #include "collectives/BenchRunner.h"
@@ -9,14 +12,36 @@
 using namespace ringtrain;
 
 TEST_CASE("allreduce algorithm names round-trip and bad names throw") {
-  for (const char* name : {"ring", "mpi", "ps", "rd", "auto"}) {
+  for (const char* name : {"ring", "hier", "mpi", "ps", "rd", "auto"}) {
     CHECK(allreduce_algo_name(parse_allreduce_algo(name)) == name);
   }
+  CHECK(parse_allreduce_algo("hier") == AllreduceAlgo::kHierarchical);
+  CHECK_THROWS_AS(allreduce_algo_name(static_cast<AllreduceAlgo>(42)), std::invalid_argument);
   CHECK(parse_allreduce_algo("ps") == AllreduceAlgo::kParameterServer);
   CHECK(parse_allreduce_algo("rd") == AllreduceAlgo::kRecursiveDoubling);
   CHECK_THROWS_AS(parse_allreduce_algo("Ring"), std::invalid_argument);
   CHECK_THROWS_AS(parse_allreduce_algo(""), std::invalid_argument);
   CHECK_THROWS_AS(parse_allreduce_algo("all"), std::invalid_argument);
+}
+
+TEST_CASE("compression names round-trip and bad names throw with the expected list") {
+  for (const char* name : {"none", "bf16", "fp16"}) {
+    CHECK(compression_name(parse_compression(name)) == name);
+  }
+  CHECK(parse_compression("bf16") == Compression::kBf16);
+  CHECK(parse_compression("fp16") == Compression::kFp16);
+  for (const char* bad : {"", "BF16", "fp32", "half"}) {
+    try {
+      parse_compression(bad);
+      FAIL("no exception for '" << bad << "'");
+    } catch (const std::invalid_argument& e) {
+      CHECK(std::string(e.what()).find("none, bf16 or fp16") != std::string::npos);
+    }
+  }
+  CHECK_THROWS_AS(compression_name(static_cast<Compression>(7)), std::invalid_argument);
+  CHECK(parse_compression_list("none,bf16") ==
+        std::vector<Compression>{Compression::kNone, Compression::kBf16});
+  CHECK_THROWS_AS(parse_compression_list("none,,bf16"), std::invalid_argument);
 }
 
 TEST_CASE("byte sizes with K/M/G suffixes") {
@@ -39,8 +64,9 @@ TEST_CASE("byte sizes with K/M/G suffixes") {
 
 TEST_CASE("algorithm lists: all is mpi first, then the hand-written ones") {
   const auto all = parse_algo_list("all");
-  REQUIRE(all.size() == 5);
+  REQUIRE(all.size() == 6);
   CHECK(all.front() == AllreduceAlgo::kMpi);
+  CHECK(std::find(all.begin(), all.end(), AllreduceAlgo::kHierarchical) != all.end());
   CHECK(parse_algo_list("ring,mpi") ==
         std::vector<AllreduceAlgo>{AllreduceAlgo::kRing, AllreduceAlgo::kMpi});
   CHECK_THROWS_AS(parse_algo_list("ring,bogus"), std::invalid_argument);
@@ -82,22 +108,39 @@ TEST_CASE("ring byte formulas match a step-by-step count of the segments moved")
           sent += seg(r + 1 - s);  // all-gather
           received += seg(r - s);
         }
-        CHECK(ring_bytes_sent(count, n, r) == 4 * sent);
-        CHECK(ring_bytes_received(count, n, r) == 4 * received);
+        CHECK(ring_elements_sent(count, n, r) == sent);
+        CHECK(ring_elements_received(count, n, r) == received);
       }
     }
   }
 }
 
-TEST_CASE("auto picks rd below the host-dependent threshold and the ring from it on") {
+TEST_CASE("auto: hier for several ranks on several nodes, else rd below the threshold") {
   AllreduceTuning tuning;
   tuning.auto_ring_min_bytes = 1000;
   tuning.auto_ring_min_bytes_single_host = 5000;
-  CHECK(choose_auto_algo(999, 4, false, tuning) == AllreduceAlgo::kRecursiveDoubling);
-  CHECK(choose_auto_algo(1000, 4, false, tuning) == AllreduceAlgo::kRing);
-  CHECK(choose_auto_algo(4999, 4, true, tuning) == AllreduceAlgo::kRecursiveDoubling);
-  CHECK(choose_auto_algo(5000, 4, true, tuning) == AllreduceAlgo::kRing);
-  CHECK(choose_auto_algo(std::size_t{1} << 26, 2, true, tuning) == AllreduceAlgo::kRing);
+  const Compression none = Compression::kNone;
+  const NodeLayout spread{4, 4, 0};    // one rank per node
+  const NodeLayout one_host{4, 1, 1};  // all ranks on one node
+  CHECK(choose_auto_algo(999, spread, none, tuning) == AllreduceAlgo::kRecursiveDoubling);
+  CHECK(choose_auto_algo(1000, spread, none, tuning) == AllreduceAlgo::kRing);
+  CHECK(choose_auto_algo(4999, one_host, none, tuning) == AllreduceAlgo::kRecursiveDoubling);
+  CHECK(choose_auto_algo(5000, one_host, none, tuning) == AllreduceAlgo::kRing);
+  CHECK(choose_auto_algo(std::size_t{1} << 26, NodeLayout{2, 1, 1}, none, tuning) ==
+        AllreduceAlgo::kRing);
+  // 2 nodes x 2 ranks: hier at every size; one node with two ranks and one with one: not.
+  for (std::size_t bytes : {std::size_t{4}, std::size_t{1} << 26}) {
+    CHECK(choose_auto_algo(bytes, NodeLayout{4, 2, 2}, none, tuning) ==
+          AllreduceAlgo::kHierarchical);
+    CHECK(choose_auto_algo(bytes, NodeLayout{4, 2, 2}, Compression::kBf16, tuning) ==
+          AllreduceAlgo::kHierarchical);
+  }
+  CHECK(choose_auto_algo(std::size_t{1} << 26, NodeLayout{3, 2, 1}, none, tuning) ==
+        AllreduceAlgo::kRing);
+  // rd has no 16-bit transport: with compression auto takes the ring at small sizes too.
+  CHECK(choose_auto_algo(999, spread, Compression::kBf16, tuning) == AllreduceAlgo::kRing);
+  CHECK(choose_auto_algo(10, one_host, Compression::kFp16, tuning) == AllreduceAlgo::kRing);
+  CHECK(choose_auto_algo(10, NodeLayout{1, 1, 0}, none, tuning) == AllreduceAlgo::kRing);
 }
 
 TEST_CASE("bench values are small integers, so float sums of them are exact") {

@@ -21,8 +21,11 @@ using ringtrain::test::all_ranks;
 
 namespace {
 
-const AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kMpi,
-                                AllreduceAlgo::kParameterServer, AllreduceAlgo::kRecursiveDoubling,
+const AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing,
+                                AllreduceAlgo::kHierarchical,
+                                AllreduceAlgo::kMpi,
+                                AllreduceAlgo::kParameterServer,
+                                AllreduceAlgo::kRecursiveDoubling,
                                 AllreduceAlgo::kAuto};
 
 // Rank r's value at index i: an integer in [-8, 8] (distinct per rank and index pattern).
@@ -90,16 +93,16 @@ TEST_CASE("every algorithm gives the exact sum and mean for awkward counts") {
 }
 
 TEST_CASE("the ring pipeline: tiny chunks, receive depths and the rd paths stay exact") {
-  MpiCommunicator comm(MPI_COMM_WORLD);
-  const int n = comm.size();
-  const int r = comm.rank();
+  const int n = test::world_size();
+  const int r = test::world_rank();
   for (std::size_t chunk_bytes : {4u, 12u, 64u, 4096u}) {
     for (int depth : {1, 2, 3, 5}) {
-      AllreduceTuning tuning;
-      tuning.ring_chunk_bytes = chunk_bytes;
-      tuning.ring_recv_depth = depth;
-      tuning.ps_chunk_bytes = chunk_bytes;
-      comm.set_allreduce_tuning(tuning);
+      MpiCommunicatorOptions options;
+      options.tuning.ring_chunk_bytes = chunk_bytes;
+      options.tuning.ring_chunk_bytes_network = chunk_bytes;
+      options.tuning.ring_recv_depth = depth;
+      options.tuning.ps_chunk_bytes = chunk_bytes;
+      MpiCommunicator comm(MPI_COMM_WORLD, options);
       for (std::size_t count :
            {std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{97}, std::size_t{1000}}) {
         for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kParameterServer}) {
@@ -115,9 +118,9 @@ TEST_CASE("the ring pipeline: tiny chunks, receive depths and the rd paths stay 
   }
   // rd: force plain recursive doubling, then force halving-doubling even for tiny vectors.
   for (std::size_t doubling_max : {std::size_t{1} << 30, std::size_t{0}}) {
-    AllreduceTuning tuning;
-    tuning.rd_doubling_max_bytes = doubling_max;
-    comm.set_allreduce_tuning(tuning);
+    MpiCommunicatorOptions options;
+    options.tuning.rd_doubling_max_bytes = doubling_max;
+    MpiCommunicator comm(MPI_COMM_WORLD, options);
     for (std::size_t count : test_counts(n)) {
       if (count > 100000) continue;
       std::vector<float> data = filled(r, count);

@@ -13,12 +13,15 @@ TEST_CASE("SelfCommunicator is one rank whose collectives leave data unchanged")
   REQUIRE(comm->rank() == 0);
   REQUIRE(comm->size() == 1);
   for (AllreduceAlgo algo :
-       {AllreduceAlgo::kRing, AllreduceAlgo::kMpi, AllreduceAlgo::kParameterServer,
-        AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kAuto}) {
+       {AllreduceAlgo::kRing, AllreduceAlgo::kHierarchical, AllreduceAlgo::kMpi,
+        AllreduceAlgo::kParameterServer, AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kAuto}) {
     for (bool mean : {false, true}) {
-      std::vector<float> data{1.5f, -2.0f, 3.25f};
-      comm->allreduce(data, algo, mean);
-      CHECK(data == std::vector<float>{1.5f, -2.0f, 3.25f});
+      for (Compression c : {Compression::kNone, Compression::kBf16, Compression::kFp16}) {
+        // 1.1f is not a bf16 value: one rank sends nothing, so nothing is rounded.
+        std::vector<float> data{1.5f, -2.0f, 3.25f, 1.1f};
+        comm->allreduce(data, algo, mean, c);
+        CHECK(data == std::vector<float>{1.5f, -2.0f, 3.25f, 1.1f});
+      }
     }
   }
   std::vector<double> d{1.0, -7.5};
@@ -41,9 +44,11 @@ TEST_CASE("SelfCommunicator is one rank whose collectives leave data unchanged")
   CHECK_FALSE(comm->host_name().empty());
 }
 
-TEST_CASE("SelfCommunicator rejects an invalid algorithm value") {
+TEST_CASE("SelfCommunicator rejects an invalid algorithm or compression value") {
   SelfCommunicator comm;
   std::vector<float> data{1.0f};
   CHECK_THROWS_AS(comm.allreduce(data, static_cast<AllreduceAlgo>(99), false),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(comm.allreduce(data, AllreduceAlgo::kRing, false, static_cast<Compression>(9)),
                   std::invalid_argument);
 }

@@ -268,10 +268,21 @@ usage)
   grep -q -- "--allreduce" "$work/help" || fail "train --help does not list --allreduce"
   ;;
 tensorboard)
-  # Long enough (2 ranks x 3 epochs) for resource samples, taken once a second.
-  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 4096 --epochs 3 --log-every 4 \
-    --run-dir "$work/tb" || fail "training failed"
-  grep -q '"type":"resource"' "$work/tb/rank-1.jsonl" || fail "no resource record: the run was too short"
+  # Resource samples come once a second, which a short run on an idle machine never reaches:
+  # train until both ranks have one and two epochs are done, whatever the machine's speed,
+  # then stop the ranks with SIGTERM (a checkpoint, exit 0) mid-epoch.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 4096 --epochs 1000 --log-every 4 \
+    --run-dir "$work/tb" > "$work/tb.log" 2>&1 &
+  launcher=$!
+  ready() {
+    grep -q '"type":"resource"' "$work/tb/rank-0.jsonl" 2>/dev/null &&
+      grep -q '"type":"resource"' "$work/tb/rank-1.jsonl" 2>/dev/null &&
+      (($(grep -c . "$work/tb/metrics.csv" 2>/dev/null || echo 0) >= 3))
+  }
+  for _ in $(seq 1 600); do ready && break; sleep 0.2; done
+  ready || { kill -KILL $launcher; cat "$work/tb.log" >&2; fail "no resource records and 2 epochs within 120 s"; }
+  pkill -TERM -f "^$bin train.*$work/tb" || fail "no rank to signal"
+  wait $launcher || { cat "$work/tb.log" >&2; fail "the signalled run did not exit cleanly"; }
   $py "$here/tensorboard_check.py" "$work/tb" 2 || fail "event files do not match the logs"
   # The check can fail: one flipped payload byte is a CRC mismatch.
   cp -r "$work/tb" "$work/tb-bad"

@@ -35,12 +35,12 @@ class FakeCommunicator : public Communicator {
 
   int rank() const override { return 0; }
   int size() const override { return size_; }
-  void allreduce(std::span<float> data, AllreduceAlgo algo, bool mean) override {
+  void allreduce_scaled(std::span<float> data, AllreduceAlgo algo, float scale, Compression) override {
     if (fail_at_call_ >= 0 && static_cast<int>(calls().size()) == fail_at_call_) {
       throw std::runtime_error("fake: link down");
     }
     if (algo != AllreduceAlgo::kRing) throw std::logic_error("fake: unexpected algorithm");
-    for (float& v : data) v = (v * static_cast<float>(size_) + 0.25f) * (mean ? 1.0f / static_cast<float>(size_) : 1.0f);
+    for (float& v : data) v = (v * static_cast<float>(size_) + 0.25f) * scale;
     log({"allreduce", static_cast<std::size_t>(data.data() - base_), data.size(), std::this_thread::get_id()});
     if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
   }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -170,7 +171,10 @@ TEST_CASE("Overlapped and non-overlapped training end bit-identical after 50 ste
   MpiCommunicator world(MPI_COMM_WORLD);
   const int n = world.size();
   for (const char* algo : {"ring", "mpi", "ps", "rd", "auto"}) {
+    // --accumulate changes what overlaps (only the last micro-batch), not how buckets are
+    // reduced: one algorithm is enough for it.
     for (const int accumulate : {1, 2}) {
+      if (accumulate > 1 && std::string_view(algo) != "ring") continue;
       std::vector<float> params[2];
       bool active[2] = {false, false};
       for (const bool overlap : {false, true}) {
