@@ -4,5 +4,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${RINGTRAIN_BUILD_DIR:-$root/build}
 jobs=${RINGTRAIN_JOBS:-$(nproc)}
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" >/dev/null
+# RINGTRAIN_CMAKE_ARGS: extra configure options (scripts/test.sh --sanitize passes the
+# sanitizer choice this way).
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" ${RINGTRAIN_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j "$jobs"

@@ -16,6 +16,12 @@ packages=(
   python3-protobuf protobuf-compiler python3-crc32c
 )
 
+# --fuzz: also clang and its runtime libraries (libFuzzer, sanitizers) for scripts/fuzz.sh.
+# GCC's own sanitizer runtimes (scripts/test.sh --sanitize) come with build-essential.
+if [[ ${1:-} == --fuzz ]]; then
+  packages+=(clang-14 libclang-rt-14-dev)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -4,6 +4,8 @@
 #include "ConfigFile.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -228,6 +230,15 @@ void Commands::add_train(CLI::App& app) {
   t->add_option("--keep-checkpoints", c.keep_checkpoints, "Keep the newest K checkpoints (0: all)")
       ->capture_default_str();
   t->add_option("--resume", c.resume, "Resume from a checkpoint file, or 'auto': the newest in --checkpoint-dir");
+  t->add_option("--stall-warning", stall_.warning_s,
+                "Seconds blocked in one MPI wait before a rank says, once per stall, where it waits (step, bucket, "
+                "operation) and for which peer (0: never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  t->add_option("--stall-timeout", stall_.timeout_s,
+                "Seconds blocked in one MPI wait before the job ends with an error naming the stalled rank (0: never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
 }
 
 void Commands::add_eval(CLI::App& app) {
@@ -293,7 +304,9 @@ int Commands::run_local() {
     return 0;
   }
   if (trace_->parsed()) {
-    const auto [path, events] = write_trace(trace_dir_, trace_out_);
+    std::vector<std::string> warnings;
+    const auto [path, events] = write_trace(trace_dir_, trace_out_, warnings);
+    for (const auto& w : warnings) fmt::print(stderr, "ringtrain: warning: {}\n", w);
     fmt::print("wrote {} ({} events): open it in https://ui.perfetto.dev or chrome://tracing\n", path.string(), events);
     return 0;
   }
@@ -312,6 +325,22 @@ int Commands::run_distributed(Communicator& comm) {
         "# The options of this run. Rerun it with: ringtrain train --config <this file> (options given on the\n"
         "# command line win over the file).\n" +
         config_file_text(*train_, {"run-dir", "checkpoint-dir", "resume"});
+    // A stopped, hung or unreachable peer would otherwise hold this rank inside MPI for
+    // ever. The watchdog's thread cannot unwind the blocked one, so a timeout prints its
+    // error and leaves at once with exit 1; mpirun then ends every other rank.
+    const int rank = comm.rank();
+    const StallWatchdog watchdog(
+        stall_,
+        [rank](const std::string& message) {
+          fmt::print(stderr, "ringtrain: [rank {}] warning: {}\n", rank, message);
+          std::fflush(stderr);
+        },
+        [rank](const std::string& message) {
+          fmt::print(stderr, "ringtrain: [rank {}] error: {}\n", rank, message);
+          std::fflush(stderr);
+          std::fflush(stdout);
+          std::_Exit(1);
+        });
     Trainer trainer(config, comm);
     const TrainResult r = trainer.run();
     if (comm.rank() == 0 && !config.quiet) {

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "collectives/Communicator.h"
+#include "collectives/StallWatchdog.h"
 #include "train/TrainConfig.h"
 
 namespace ringtrain {
@@ -43,6 +44,7 @@ class Commands {
   CLI::App* trace_ = nullptr;
 
   TrainConfig train_config_;
+  StallOptions stall_;
   std::string synthetic_shape_ = "1x28x28";
   std::string milestones_;
   std::string overlap_ = "on";  // --overlap on|off

@@ -1,13 +1,16 @@
 // ringtrain: the command line. Parses into config structs and calls src/; errors end every
 // rank (MPI_Abort) or, when every rank raised the same error, exit cleanly on all of them.
 // Exit codes: 0 ok, 1 runtime error, 2 usage.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "Commands.h"
 #include "collectives/MpiEnvironment.h"
@@ -38,6 +41,21 @@ int main(int argc, char** argv) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_version_flag("--version", std::string("ringtrain ") + RINGTRAIN_VERSION);
   Commands commands(app);
+
+  // The first word that is not an option names the command (the top level has only
+  // value-less flags): name it when it is unknown, where CLI11 would only say that a
+  // subcommand is required.
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.starts_with("-")) continue;
+    std::vector<std::string> known;
+    for (const CLI::App* sub : app.get_subcommands({})) known.push_back(sub->get_name());
+    if (std::find(known.begin(), known.end(), word) == known.end()) {
+      fmt::print(stderr, "ringtrain: usage error: unknown command '{}' (commands: {})\n", word, fmt::join(known, ", "));
+      return 2;
+    }
+    break;
+  }
 
   try {
     app.parse(argc, argv);

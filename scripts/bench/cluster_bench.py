@@ -16,9 +16,11 @@ Needs root (network namespaces). Tests never call this.
 
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -151,7 +153,7 @@ def main(cmp, args, works, notes, log):
     started = cluster_up(nodes, args.link_rate, args.mtu, log)
     load_before = os.getloadavg()
     results = {(w.model, s[0]): [] for w in works for s in sides}
-    run_root = args.keep_runs or "/tmp/ringtrain-cluster-bench"
+    run_root = args.keep_runs or tempfile.mkdtemp(prefix="ringtrain-cluster-bench-")
     os.makedirs(run_root, exist_ok=True)
     try:
         for rep in range(args.repeats):
@@ -168,6 +170,8 @@ def main(cmp, args, works, notes, log):
     finally:
         if started:
             cluster_down()
+        if not args.keep_runs:
+            shutil.rmtree(run_root, ignore_errors=True)
     load_after = os.getloadavg()
     return report(cmp, args, works, sides, results, notes, load_before, load_after)
 

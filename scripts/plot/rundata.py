@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import sys
 
 # Phases in the order a step spends them; `wait` and `exposed_comm` are parts of `allreduce`
 # in the logs (exposed_comm: what backward did not hide; all of it without overlap).
@@ -34,6 +35,29 @@ def _read_json(path):
             return json.load(f)
     except (OSError, ValueError):
         return None
+
+
+def read_jsonl(path, warn=None):
+    """The records of one rank-<r>.jsonl. A rank killed mid-write leaves its last line cut
+    off (no newline): that line is skipped with a warning on stderr. Any other line that
+    does not parse is skipped with a warning too: these scripts report on crashed runs."""
+    warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr))
+    with open(path, "rb") as f:
+        text = f.read().decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    recs = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            recs.append(json.loads(line))
+        except ValueError as e:
+            if i == len(lines):  # the text after the last newline: a torn last line
+                warn(f"{path}:{i}: ignoring the truncated last line ({len(line)} bytes): "
+                     "the run was cut off mid-write")
+            else:
+                warn(f"{path}:{i}: ignoring an unreadable line ({e})")
+    return recs
 
 
 class Run:
@@ -65,18 +89,7 @@ class Run:
             m = re.search(r"rank-(\d+)\.jsonl$", path)
             if not m:
                 continue
-            recs = []
-            with open(path, errors="replace") as f:
-                for line in f:
-                    line = line.strip()
-                    if not line:
-                        continue
-                    try:
-                        rec = json.loads(line)
-                    except ValueError:
-                        continue  # a rank killed mid-write leaves a torn last line
-                    if isinstance(rec, dict):
-                        recs.append(rec)
+            recs = [r for r in read_jsonl(path) if isinstance(r, dict)]
             out[int(m.group(1))] = recs
         return dict(sorted(out.items()))
 

@@ -49,7 +49,7 @@ void exchange(MPI_Comm comm, int peer, int tag, const float* send, std::size_t s
       MPI_Irecv(recv, static_cast<int>(recv_n), MPI_FLOAT, peer, tag, comm, &requests[0]));
   RINGTRAIN_MPI_CHECK(
       MPI_Isend(send, static_cast<int>(send_n), MPI_FLOAT, peer, tag, comm, &requests[1]));
-  timed_waitall(2, requests, stats);
+  timed_waitall(2, requests, stats, peer, "exchange");
   stats.bytes_sent += send_n * sizeof(float);
   stats.bytes_received += recv_n * sizeof(float);
 }
@@ -59,7 +59,7 @@ void send_all(MPI_Comm comm, int peer, int tag, const float* data, std::size_t n
   checked_size(n);
   MPI_Request request;
   RINGTRAIN_MPI_CHECK(MPI_Isend(data, static_cast<int>(n), MPI_FLOAT, peer, tag, comm, &request));
-  timed_wait(&request, stats);
+  timed_wait(&request, stats, peer, "send");
   stats.bytes_sent += n * sizeof(float);
 }
 
@@ -67,7 +67,7 @@ void recv_all(MPI_Comm comm, int peer, int tag, float* data, std::size_t n, Traf
   checked_size(n);
   MPI_Request request;
   RINGTRAIN_MPI_CHECK(MPI_Irecv(data, static_cast<int>(n), MPI_FLOAT, peer, tag, comm, &request));
-  timed_wait(&request, stats);
+  timed_wait(&request, stats, peer, "receive");
   stats.bytes_received += n * sizeof(float);
 }
 

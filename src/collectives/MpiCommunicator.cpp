@@ -19,12 +19,26 @@
 #include "collectives/ParameterServerAllreduce.h"
 #include "collectives/ReduceKernels.h"
 #include "collectives/RingAllreduce.h"
+#include "collectives/StallRecord.h"
 
 namespace ringtrain {
 namespace {
 
 // Largest element count passed to one MPI call (MPI counts are int).
 constexpr std::size_t kMaxCount = static_cast<std::size_t>(INT_MAX);
+
+// The stall watchdog's name of an all-reduce (static text).
+const char* stall_operation(AllreduceAlgo algo) {
+  switch (algo) {
+    case AllreduceAlgo::kRing: return "ring all-reduce";
+    case AllreduceAlgo::kRecursiveDoubling: return "rd all-reduce";
+    case AllreduceAlgo::kParameterServer: return "ps all-reduce";
+    case AllreduceAlgo::kMpi: return "mpi all-reduce";
+    case AllreduceAlgo::kHierarchical: return "hier all-reduce";
+    case AllreduceAlgo::kAuto: break;
+  }
+  return "all-reduce";
+}
 
 }  // namespace
 
@@ -98,6 +112,7 @@ void MpiCommunicator::across_nodes(std::span<float> data, float scale, Compressi
 void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo, float scale,
                                        Compression compression) {
   algo = resolve(algo, data.size_bytes(), compression);
+  StallRecord::instance().set_operation(stall_operation(algo));
   if (compression != Compression::kNone &&
       (algo == AllreduceAlgo::kMpi || algo == AllreduceAlgo::kRecursiveDoubling)) {
     throw std::invalid_argument("all-reduce '" + std::string(allreduce_algo_name(algo)) +
@@ -128,6 +143,7 @@ void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo
       const auto start = std::chrono::steady_clock::now();
       for (std::size_t offset = 0; offset < data.size(); offset += kMaxCount) {
         const std::size_t n = std::min(kMaxCount, data.size() - offset);
+        const StallWaitScope wait("MPI_Allreduce", StallRecord::kAllRanks);
         RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data.data() + offset, static_cast<int>(n),
                                           MPI_FLOAT, MPI_SUM, comm_));
       }
@@ -145,8 +161,10 @@ void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo
 }
 
 void MpiCommunicator::reduce_doubles(std::span<double> data, MPI_Op op) {
+  StallRecord::instance().set_operation("all-reduce of metrics");
   for (std::size_t offset = 0; offset < data.size(); offset += kMaxCount) {
     const std::size_t n = std::min(kMaxCount, data.size() - offset);
+    const StallWaitScope wait("MPI_Allreduce", StallRecord::kAllRanks);
     RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data.data() + offset, static_cast<int>(n),
                                       MPI_DOUBLE, op, comm_));
   }
@@ -167,6 +185,8 @@ void MpiCommunicator::broadcast(std::span<std::byte> data, int root) {
   }
   for (std::size_t offset = 0; offset < data.size(); offset += kMaxCount) {
     const std::size_t n = std::min(kMaxCount, data.size() - offset);
+    StallRecord::instance().set_operation("broadcast");
+    const StallWaitScope wait("MPI_Bcast", root);
     RINGTRAIN_MPI_CHECK(
         MPI_Bcast(data.data() + offset, static_cast<int>(n), MPI_BYTE, root, comm_));
   }
@@ -181,6 +201,8 @@ void MpiCommunicator::broadcast(std::span<std::byte> data, int root) {
 
 std::vector<std::uint64_t> MpiCommunicator::allgather(std::uint64_t value) {
   std::vector<std::uint64_t> values(static_cast<std::size_t>(size_));
+  StallRecord::instance().set_operation("all-gather");
+  const StallWaitScope wait("MPI_Allgather", StallRecord::kAllRanks);
   RINGTRAIN_MPI_CHECK(
       MPI_Allgather(&value, 1, MPI_UINT64_T, values.data(), 1, MPI_UINT64_T, comm_));
   if (size_ > 1) {
@@ -195,6 +217,8 @@ std::vector<std::string> MpiCommunicator::allgather(const std::string& value) {
     throw std::invalid_argument("allgather: string longer than INT_MAX");
   const int length = static_cast<int>(value.size());
   std::vector<int> lengths(static_cast<std::size_t>(size_));
+  StallRecord::instance().set_operation("all-gather");
+  const StallWaitScope wait("MPI_Allgather", StallRecord::kAllRanks);
   RINGTRAIN_MPI_CHECK(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_));
   std::vector<int> displs(static_cast<std::size_t>(size_));
   std::size_t total = 0;
@@ -220,7 +244,11 @@ std::vector<std::string> MpiCommunicator::allgather(const std::string& value) {
   return values;
 }
 
-void MpiCommunicator::barrier() { RINGTRAIN_MPI_CHECK(MPI_Barrier(comm_)); }
+void MpiCommunicator::barrier() {
+  StallRecord::instance().set_operation("barrier");
+  const StallWaitScope wait("MPI_Barrier", StallRecord::kAllRanks);
+  RINGTRAIN_MPI_CHECK(MPI_Barrier(comm_));
+}
 
 std::string MpiCommunicator::host_name() const {
   char name[MPI_MAX_PROCESSOR_NAME] = {};

@@ -76,7 +76,7 @@ void parameter_server_allreduce(MPI_Comm comm, std::span<float> data, float scal
       float* dst = data.data() + chunk_begin(c);
       const std::size_t n = chunk_size(c);
       for (int w = 0; w < workers; ++w) {
-        timed_wait(&recv_requests[(c % 2) * workers + w], stats);
+        timed_wait(&recv_requests[(c % 2) * workers + w], stats, w + 1, "receive");
         stats.bytes_received += n * element_bytes;
         const bool last = w == workers - 1;
         if (compressed) {
@@ -100,7 +100,7 @@ void parameter_server_allreduce(MPI_Comm comm, std::span<float> data, float scal
         stats.bytes_sent += n * element_bytes;
       }
     }
-    timed_waitall(static_cast<int>(send_requests.size()), send_requests.data(), stats);
+    timed_waitall(static_cast<int>(send_requests.size()), send_requests.data(), stats, StallRecord::kAllRanks, "send");
   } else {
     // Push every chunk at once, then pull the results back into place; a chunk's region
     // is only overwritten after its push has completed.
@@ -113,12 +113,12 @@ void parameter_server_allreduce(MPI_Comm comm, std::span<float> data, float scal
     }
     std::vector<MPI_Request> pull(chunks, MPI_REQUEST_NULL);
     for (std::size_t c = 0; c < chunks; ++c) {
-      timed_wait(&push[c], stats);
+      timed_wait(&push[c], stats, 0, "send");
       RINGTRAIN_MPI_CHECK(MPI_Irecv(wire_at(chunk_begin(c)), static_cast<int>(chunk_size(c)), type,
                                     0, kPullTag, comm, &pull[c]));
       stats.bytes_received += chunk_size(c) * element_bytes;
     }
-    timed_waitall(static_cast<int>(pull.size()), pull.data(), stats);
+    timed_waitall(static_cast<int>(pull.size()), pull.data(), stats, 0, "receive");
     // fp32: the server scaled the sums before sending them.
     if (compressed) widen_scaled(compression, wire, data.data(), count, scale);
   }

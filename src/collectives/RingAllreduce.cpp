@@ -100,7 +100,7 @@ class RingRun {
     for (std::size_t i = 0; i < recvs_.size(); ++i) {
       const RingItem& item = recvs_[i];
       const std::size_t slot = i % static_cast<std::size_t>(depth_);
-      timed_wait(&recv_requests_[slot], stats_);
+      timed_wait(&recv_requests_[slot], stats_, left_, "receive");
       stats_.bytes_received += static_cast<std::uint64_t>(item.count) * element_bytes_;
       const bool last_reduce = !item.all_gather && item.step == size_ - 2;
       if (!item.all_gather) {
@@ -124,7 +124,7 @@ class RingRun {
     std::vector<MPI_Request> pending;
     for (auto& s : sends_) pending.push_back(s.request);
     sends_.clear();
-    timed_waitall(static_cast<int>(pending.size()), pending.data(), stats_);
+    timed_waitall(static_cast<int>(pending.size()), pending.data(), stats_, right_, "send");
   }
 
  private:
@@ -237,7 +237,7 @@ class RingRun {
   // Sends are issued in increasing key order, so the deque is sorted.
   void complete_sends_up_to(std::uint64_t key) {
     while (!sends_.empty() && sends_.front().key <= key) {
-      timed_wait(&sends_.front().request, stats_);
+      timed_wait(&sends_.front().request, stats_, right_, "send");
       sends_.pop_front();
     }
   }

@@ -249,7 +249,8 @@ double Json::as_double() const {
 std::int64_t Json::as_int() const {
   if (const auto* i = std::get_if<std::int64_t>(&value_)) return *i;
   if (const auto* d = std::get_if<double>(&value_)) {
-    if (std::nearbyint(*d) == *d) return static_cast<std::int64_t>(*d);
+    // Integral and inside int64's range (2^63 is exact in double; casting it is undefined).
+    if (std::nearbyint(*d) == *d && *d >= -0x1p63 && *d < 0x1p63) return static_cast<std::int64_t>(*d);
   }
   throw std::runtime_error("JSON: expected an integer");
 }

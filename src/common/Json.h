@@ -43,6 +43,7 @@ class Json {
   bool is_number() const noexcept {
     return std::holds_alternative<double>(value_) || std::holds_alternative<std::int64_t>(value_);
   }
+  bool is_integer() const noexcept { return std::holds_alternative<std::int64_t>(value_); }
   bool is_string() const noexcept { return std::holds_alternative<std::string>(value_); }
   bool is_array() const noexcept { return std::holds_alternative<Array>(value_); }
   bool is_object() const noexcept { return std::holds_alternative<Object>(value_); }

@@ -123,8 +123,10 @@ struct Tag {
 };
 
 // Reads a subelement tag; a small element (upper 16 bits of the first word non-zero)
-// carries up to 4 bytes of data in the tag's second word.
-Tag read_tag(ElementStream& s, const char* what) {
+// carries up to 4 bytes of data in the tag's second word. Its 16-bit size field could
+// claim up to 65535 bytes: anything above 4 is refused here, once, so no reader of
+// small_data can copy past the 4 bytes it holds.
+Tag read_tag(ElementStream& s, const char* what, const std::string& path) {
   unsigned char raw[8];
   s.read(raw, 8, what);
   Tag tag;
@@ -133,6 +135,9 @@ Tag read_tag(ElementStream& s, const char* what) {
     tag.small = true;
     tag.type = word & 0xffff;
     tag.bytes = word >> 16;
+    if (tag.bytes > 4)
+      throw std::runtime_error(
+          fmt::format("{}: small-element {} claims {} bytes (a small element holds at most 4)", path, what, tag.bytes));
     std::memcpy(tag.small_data, raw + 4, 4);
   } else {
     tag.type = word;
@@ -144,10 +149,7 @@ Tag read_tag(ElementStream& s, const char* what) {
 // Reads a subelement's data (small or not) into out, including padding to 8 bytes.
 std::vector<unsigned char> read_small_subelement(ElementStream& s, const Tag& tag, std::size_t limit, const char* what,
                                                  const std::string& path) {
-  if (tag.small) {
-    if (tag.bytes > 4) throw std::runtime_error(fmt::format("{}: small-element {} claims {} bytes (max 4)", path, what, tag.bytes));
-    return {tag.small_data, tag.small_data + tag.bytes};
-  }
+  if (tag.small) return {tag.small_data, tag.small_data + tag.bytes};  // read_tag bounds it by 4
   if (tag.bytes > limit) throw std::runtime_error(fmt::format("{}: {} of {} bytes is implausibly large", path, what, tag.bytes));
   std::vector<unsigned char> data(tag.bytes);
   s.read(data.data(), data.size(), what);
@@ -158,7 +160,7 @@ std::vector<unsigned char> read_small_subelement(ElementStream& s, const Tag& ta
 // Parses an miMATRIX's flags, dims and name; leaves s at the real part's tag.
 MatVariable read_matrix_header(ElementStream& s, const std::string& path) {
   MatVariable v;
-  const Tag flags_tag = read_tag(s, "array flags");
+  const Tag flags_tag = read_tag(s, "array flags", path);
   if (flags_tag.type != kMiUint32 || flags_tag.bytes != 8 || flags_tag.small)
     throw std::runtime_error(fmt::format("{}: miMATRIX without its array-flags subelement (type {}, {} bytes)", path,
                                          flags_tag.type, flags_tag.bytes));
@@ -167,7 +169,7 @@ MatVariable read_matrix_header(ElementStream& s, const std::string& path) {
   v.mx_class = flags[0];
   v.complex = (flags[1] & 0x08) != 0;
 
-  const Tag dims_tag = read_tag(s, "dimensions");
+  const Tag dims_tag = read_tag(s, "dimensions", path);
   if (dims_tag.type != kMiInt32 || dims_tag.bytes % 4 != 0 || dims_tag.bytes < 8)
     throw std::runtime_error(fmt::format("{}: miMATRIX with a bad dimensions subelement (type {}, {} bytes)", path,
                                          dims_tag.type, dims_tag.bytes));
@@ -178,7 +180,7 @@ MatVariable read_matrix_header(ElementStream& s, const std::string& path) {
     v.dims.push_back(static_cast<std::uint64_t>(d));
   }
 
-  const Tag name_tag = read_tag(s, "array name");
+  const Tag name_tag = read_tag(s, "array name", path);
   if (name_tag.type != kMiInt8 && name_tag.type != kMiUtf8)
     throw std::runtime_error(fmt::format("{}: miMATRIX with a bad array-name subelement (type {})", path, name_tag.type));
   const auto name = read_small_subelement(s, name_tag, 4096, "array name", path);
@@ -320,7 +322,7 @@ void MatFile::read_uint8(const std::string& name, std::uint8_t* dst, std::size_t
   ElementStream s(path_, bytes_.data() + e.offset, e.bytes, e.compressed);
   if (e.compressed) s.skip(8, "compressed element tag");
   read_matrix_header(s, path_);
-  const Tag real = read_tag(s, "real part");
+  const Tag real = read_tag(s, "real part", path_);
   const std::size_t elem = mi_type_size(real.type);
   if (elem == 0)
     throw std::runtime_error(fmt::format("{}: variable '{}' stores its data as unsupported type {}", path_, name, real.type));

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "common/MemoryBudget.h"
 #include "common/Random.h"
 
 namespace ringtrain {
@@ -48,6 +49,17 @@ std::unique_ptr<ImageDataset> make_synthetic(ImageShape shape, int classes, std:
 }
 
 DatasetSplits load_synthetic_dataset(const DatasetConfig& config) {
+  // Both splits are generated in memory (uint8 pixels and a label per sample): check the
+  // sizes the flags ask for before allocating anything.
+  const auto bytes_of = [&](std::size_t count) {
+    return saturating_product({count, config.synthetic_shape.numel() + 1});
+  };
+  require_memory(bytes_of(config.synthetic_train),
+                 fmt::format("--synthetic-train {} ({} samples of {} bytes)", config.synthetic_train,
+                             config.synthetic_train, config.synthetic_shape.numel() + 1));
+  require_memory(bytes_of(config.synthetic_test),
+                 fmt::format("--synthetic-test {} ({} samples of {} bytes)", config.synthetic_test,
+                             config.synthetic_test, config.synthetic_shape.numel() + 1));
   DatasetSplits splits;
   splits.train = make_synthetic(config.synthetic_shape, config.synthetic_classes, config.synthetic_train, config.seed, 0);
   splits.test = make_synthetic(config.synthetic_shape, config.synthetic_classes, config.synthetic_test, config.seed, 1);

@@ -5,17 +5,20 @@
 #include "train/Checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <system_error>
 
 #include <fmt/format.h>
+
+#include "train/CheckpointMeta.h"
 
 namespace ringtrain {
 namespace {
@@ -75,12 +78,6 @@ std::vector<float> floats_from(std::span<const std::byte> bytes, const std::stri
   std::vector<float> out(bytes.size() / sizeof(float));
   if (!out.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
   return out;
-}
-
-void fsync_or_throw(int fd, const std::filesystem::path& path) {
-  if (::fsync(fd) != 0) {
-    throw std::runtime_error(fmt::format("{}: fsync failed: {}", path.string(), std::strerror(errno)));
-  }
 }
 
 }  // namespace
@@ -143,6 +140,7 @@ CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const s
   }
 
   std::span<const std::byte> sections[std::size(kSectionNames)];
+  std::uint64_t expected_offset = table_end + 4;  // payloads follow the table back to back
   for (std::uint32_t i = 0; i < count; ++i) {
     const std::size_t entry = kPreambleBytes + i * kEntryBytes;
     char name[kNameBytes + 1] = {};
@@ -157,8 +155,17 @@ CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const s
       throw fail(kSectionNames[i], fmt::format("needs bytes [{}, {}) but the file has {} (truncated)", offset,
                                                offset + size, bytes.size()));
     }
+    if (offset != expected_offset) {
+      throw fail(kSectionNames[i], fmt::format("starts at byte {}, expected {} (sections follow the table back to back)",
+                                               offset, expected_offset));
+    }
+    expected_offset = offset + size;
     sections[i] = bytes.subspan(offset, size);
     if (crc32_of(sections[i]) != crc) throw fail(kSectionNames[i], "CRC32 mismatch (corrupt data)");
+  }
+  if (expected_offset != bytes.size()) {
+    throw fail("trailer", fmt::format("{} unexpected bytes after the last section (the file should end at byte {})",
+                                      bytes.size() - expected_offset, expected_offset));
   }
 
   CheckpointData data;
@@ -168,6 +175,7 @@ CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const s
     throw fail("meta", e.what());
   }
   data.params = floats_from(sections[1], source, "params");
+  validate_checkpoint_meta(data.meta, data.params.size(), source);
   data.buffers = floats_from(sections[2], source, "buffers");
   data.optimizer_state = floats_from(sections[3], source, "optimizer");
   return data;
@@ -180,21 +188,35 @@ std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const
   if (fd < 0) {
     throw std::runtime_error(fmt::format("{}: cannot create: {}", tmp.string(), std::strerror(errno)));
   }
+  // Any failure from here on closes the descriptor and removes the partial .tmp, so a
+  // full disk leaves neither a leaked descriptor nor a stray file, and `path` untouched.
+  auto fail = [&](const char* what, int err) -> std::runtime_error {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    return std::runtime_error(fmt::format("{}: {} failed: {}", tmp.string(), what, std::strerror(err)));
+  };
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error(fmt::format("{}: write failed: {}", tmp.string(), std::strerror(err)));
+      throw fail("write", errno);
     }
     done += static_cast<std::size_t>(n);
   }
-  fsync_or_throw(fd, tmp);
-  ::close(fd);
-  std::filesystem::rename(tmp, path);
+  if (::fsync(fd) != 0) throw fail("fsync", errno);
+  // close() reports deferred write errors on some filesystems (NFS): checked too.
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(fmt::format("{}: close failed: {}", tmp.string(), std::strerror(err)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(
+        fmt::format("{}: cannot rename {} onto it: {}", path.string(), tmp.filename().string(), std::strerror(err)));
+  }
   // The rename is durable only once the directory entry is.
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -206,15 +228,29 @@ std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const
 }
 
 std::vector<std::byte> Checkpoint::read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open checkpoint: {}", path.string(), std::strerror(errno)));
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::size_t>(in.tellg());
-  in.seekg(0);
-  std::vector<std::byte> bytes(size);
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) {
-    throw std::runtime_error(fmt::format("{}: read failed", path.string()));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open checkpoint: {}", path.string(), std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    throw std::runtime_error(fmt::format("{}: {}, expected a checkpoint file (ckpt-<step>.rtck)", path.string(),
+                                         dir ? "is a directory" : "is not a regular file"));
   }
+  std::vector<std::byte> bytes(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      ::close(fd);
+      throw std::runtime_error(fmt::format("{}: read failed after {} of {} bytes{}", path.string(), done, bytes.size(),
+                                           err ? std::string(": ") + std::strerror(err) : std::string(" (file shrank)")));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
   return bytes;
 }
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/MemoryBudget.h"
 #include "datasets/DistributedSampler.h"
 #include "nn/Model.h"
 #include "train/Checkpoint.h"
@@ -77,6 +78,10 @@ EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& 
                                       checkpoint.string(), e.what()));
   }
   const DatasetSplits splits = load_dataset(config);
+  require_memory(saturating_product({static_cast<std::uint64_t>(std::max(batch_size, 1)), splits.test->shape().numel(),
+                                     sizeof(float)}),
+                 fmt::format("--batch-size {} (the evaluation batch: {} x {} floats)", batch_size, batch_size,
+                             splits.test->shape().str()));
   Model model(ck.meta.at("model").as_string(), splits.test->shape(), splits.test->classes());
   check_checkpoint_matches(ck, model, checkpoint.string());
   std::copy(ck.params.begin(), ck.params.end(), model.params().begin());

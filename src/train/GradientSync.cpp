@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/StallRecord.h"
 #include "train/CommThread.h"
 
 namespace ringtrain {
@@ -60,6 +61,7 @@ void GradientSync::begin(std::span<float> grads) {
 void GradientSync::run_agreement(StepTotals& totals) {
   const auto t0 = Clock::now();
   double values[4] = {totals.loss_sum, totals.correct, totals.count, totals.stop};
+  StallRecord::instance().set_bucket(-1, static_cast<int>(buckets_.size()));  // stall watchdog
   comm_.allreduce_sum(values);
   totals = {values[0], values[1], values[2], values[3]};
   // Every rank sees the same sum, so all of them skip the buckets together.
@@ -71,6 +73,7 @@ void GradientSync::reduce_bucket(std::size_t index) {
   if (stopped_ || comm_.size() == 1) return;  // a stopped step's gradients are discarded
   const auto t0 = Clock::now();
   const auto [offset, count] = buckets_[index];
+  StallRecord::instance().set_bucket(static_cast<int>(index), static_cast<int>(buckets_.size()));  // stall watchdog
   comm_.allreduce(grads_.subspan(offset, count), algo_, /*mean=*/true, compression_);
   slices_.emplace_back(seconds_between(begin_time_, t0), seconds_between(begin_time_, Clock::now()));
 }

@@ -41,6 +41,8 @@ class RunLog {
   // ranks, for global images/s.
   void open_tensorboard(int world);
 
+  // Every write throws std::runtime_error naming the file when it fails (a full disk):
+  // a run never goes on with logs that silently stopped.
   // One JSON object as one line of rank-<r>.jsonl.
   void record(const Json& line);
   void metrics(const EpochMetrics& m);
@@ -53,6 +55,8 @@ class RunLog {
   int rank_;
   bool is_root_;
   bool append_;
+  std::filesystem::path rank_path_;
+  std::filesystem::path metrics_path_;
   std::FILE* rank_file_ = nullptr;
   std::FILE* metrics_file_ = nullptr;
   std::unique_ptr<TensorBoardLog> tensorboard_;

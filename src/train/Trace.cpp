@@ -2,6 +2,8 @@
 // "M" metadata for process names.
 #include "train/Trace.h"
 
+#include "train/JsonLines.h"
+
 #include <algorithm>
 #include <fstream>
 #include <regex>
@@ -49,7 +51,7 @@ double number_or_zero(const Json& obj, std::string_view key) {
 
 }  // namespace
 
-Json build_trace(const std::filesystem::path& run_dir) {
+Json build_trace(const std::filesystem::path& run_dir, std::vector<std::string>& warnings) {
   if (!std::filesystem::is_directory(run_dir)) {
     throw std::runtime_error(fmt::format("{}: not a run directory", run_dir.string()));
   }
@@ -58,7 +60,7 @@ Json build_trace(const std::filesystem::path& run_dir) {
   for (const auto& entry : std::filesystem::directory_iterator(run_dir)) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, m, pattern)) logs.emplace_back(std::stoi(m[1].str()), entry.path());
+    if (std::regex_match(name, m, pattern) && m[1].length() <= 9) logs.emplace_back(std::stoi(m[1].str()), entry.path());
   }
   if (logs.empty()) {
     throw std::runtime_error(fmt::format("{}: no rank-<r>.jsonl logs (expected a ringtrain run directory)",
@@ -88,18 +90,8 @@ Json build_trace(const std::filesystem::path& run_dir) {
       events.push(std::move(thread));
     }
 
-    std::ifstream in(path);
-    std::string line;
-    int line_no = 0;
-    while (std::getline(in, line)) {
-      ++line_no;
-      if (line.empty()) continue;
-      Json rec;
-      try {
-        rec = Json::parse(line);
-      } catch (const std::exception& e) {
-        throw std::runtime_error(fmt::format("{}:{}: {}", path.string(), line_no, e.what()));
-      }
+    for (const Json& rec : read_json_lines(path, warnings)) {
+      if (!rec.is_object()) continue;
       const Json* type = rec.find("type");
       if (type == nullptr || !type->is_string()) continue;
       const double t = number_or_zero(rec, "t");
@@ -170,12 +162,14 @@ Json build_trace(const std::filesystem::path& run_dir) {
 }
 
 std::pair<std::filesystem::path, std::size_t> write_trace(const std::filesystem::path& run_dir,
-                                                          const std::filesystem::path& out) {
-  const Json trace = build_trace(run_dir);
+                                                          const std::filesystem::path& out,
+                                                          std::vector<std::string>& warnings) {
+  const Json trace = build_trace(run_dir, warnings);
   const std::filesystem::path path = out.empty() ? run_dir / "trace.json" : out;
   std::ofstream f(path);
   if (!f) throw std::runtime_error(fmt::format("{}: cannot open for writing", path.string()));
   f << trace.dump() << '\n';
+  f.close();  // close() reaches the file: its errors count too
   if (!f) throw std::runtime_error(fmt::format("{}: write failed", path.string()));
   return {path, trace.at("traceEvents").as_array().size()};
 }

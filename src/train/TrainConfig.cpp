@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "common/MemoryBudget.h"
+
 namespace ringtrain {
 namespace {
 
@@ -54,6 +56,17 @@ void TrainConfig::validate() const {
   require(resume != "auto" || !run_dir.empty() || !checkpoint_dir.empty(),
           "--resume auto looks in the checkpoint directory of this run, and the default run directory is new "
           "every time: also pass --run-dir (or --checkpoint-dir) of the run to continue");
+}
+
+void TrainConfig::check_batch_memory(const ImageShape& sample) const {
+  // The input batch is a lower bound of what a step holds (activations come on top).
+  const auto need = [&](int batch, const char* flag, const char* what) {
+    require_memory(saturating_product({static_cast<std::uint64_t>(batch), sample.numel(), sizeof(float)}),
+                   fmt::format("{} {} ({}: {} x {} floats, activations not counted)", flag, batch, what, batch,
+                               sample.str()));
+  };
+  need(batch_size, "--batch-size", "the training batch");
+  need(eval_batch_size, "--eval-batch-size", "the evaluation batch");
 }
 
 Json TrainConfig::to_json() const {

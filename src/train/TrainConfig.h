@@ -70,6 +70,10 @@ struct TrainConfig {
 
   // Throws std::invalid_argument naming the flag for an inconsistent configuration.
   void validate() const;
+  // Throws std::invalid_argument naming --batch-size or --eval-batch-size when one batch
+  // of `sample`-shaped floats alone would not fit in this machine's memory (after the
+  // eval batch default is resolved; the data set's shape is known only then).
+  void check_batch_memory(const ImageShape& sample) const;
 
   // The resolved configuration as JSON (config.json, the checkpoint's config section).
   Json to_json() const;

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/StallRecord.h"
 #include "common/Random.h"
 #include "nn/Model.h"
 #include "optim/LrSchedule.h"
@@ -98,6 +99,7 @@ void Trainer::State::setup_local() {
   if (config.eval_batch_size == 0) config.eval_batch_size = std::max(config.batch_size, 256);
 
   data = load_dataset(config.data);
+  config.check_batch_memory(data.train->shape());  // sizes from flags, before any allocation
   model = std::make_unique<Model>(config.model, data.train->shape(), data.train->classes());
   model->init(config.seed);
 
@@ -256,6 +258,7 @@ TrainResult Trainer::State::train() {
     const auto epoch_seconds = [&] { return epoch_seconds_before + seconds_since(epoch_start); };
 
     while (pos.step_in_epoch < steps_per_epoch) {
+      StallRecord::instance().set_step(pos.global_step + 1);  // what the stall watchdog reports
       const double lr = schedule->lr(static_cast<double>(pos.epoch) +
                                      static_cast<double>(pos.step_in_epoch) / static_cast<double>(steps_per_epoch));
       const double step_start = elapsed();

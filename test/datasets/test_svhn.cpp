@@ -119,6 +119,17 @@ TEST_CASE("SVHN / MAT-file errors name the file and the problem", "[svhn]") {
     write_file(path, mat_file({mat_matrix(svhn_x(2)), mat_matrix(svhn_y_double({1, 2.5}))}));
     REQUIRE_THROWS_WITH(read_svhn_mat(path), Contains(path) && Contains("expected integers 0..255"));
   }
+  SECTION("small element claiming more than its 4 bytes") {
+    // y's real part as a small element whose size field says 40 bytes (5 doubles): the
+    // reader must refuse it rather than copy 40 bytes out of the tag's 4-byte data word.
+    Bytes y = mat_matrix({"y", kMxDouble, {5, 1}, kMiUint8, Bytes{1, 2, 3, 4}});
+    const std::size_t real_tag = y.size() - 8;  // the last subelement: small uint8 tag + 4 bytes
+    const std::uint32_t word = 40u << 16 | kMiDouble;
+    for (int k = 0; k < 4; ++k) y[real_tag + k] = static_cast<unsigned char>(word >> (8 * k));
+    write_file(path, mat_file({mat_matrix(svhn_x(5)), y}));
+    REQUIRE_THROWS_WITH(read_svhn_mat(path),
+                        Contains(path) && Contains("small-element real part claims 40 bytes"));
+  }
   SECTION("truncated file") {
     Bytes b = mat_file({mat_matrix(svhn_y_double({1, 2})), mat_matrix(svhn_x(2))});
     b.resize(b.size() - 1000);

@@ -3,7 +3,7 @@
 run gives the five PNGs (valid signature, non-trivial size) and a report.md whose numbers
 match the fabricated run; a run with only the mandatory files (no summary.json, no resource
 samples) still gives loss/accuracy/phase plots and a report flagged incomplete; a directory
-with nothing in it is an error.
+with nothing in it is an error; a rank log cut off mid-line is read with a warning.
 """
 import os
 import subprocess
@@ -81,6 +81,23 @@ def main():
         md = f.read()
     check("Incomplete run" in md, "a run without summary.json is flagged incomplete")
     check("![CPU and memory per rank]" not in md, "no resource plot without samples")
+
+    # A rank killed mid-write: its log ends in a torn line. The report still comes out,
+    # the step records before the tear count, and stderr says which line was dropped.
+    with open(os.path.join(minimal, "rank-1.jsonl"), "a") as f:
+        f.write('{"type":"step","t":9.5,"epoch":2,"ste')
+    p = subprocess.run([sys.executable, REPORT, minimal], capture_output=True, text=True)
+    check(p.returncode == 0, f"run_report.py on a torn log exited {p.returncode}: {p.stderr}")
+    check("rank-1.jsonl:" in p.stderr and "truncated last line" in p.stderr,
+          f"no warning naming the torn line: {p.stderr!r}")
+    sys.path.insert(0, os.path.join(REPO, "scripts", "plot"))
+    import rundata  # noqa: E402
+    warned = []
+    recs = rundata.read_jsonl(os.path.join(minimal, "rank-1.jsonl"), warned.append)
+    check(len(warned) == 1 and recs and recs[-1].get("type") is not None,
+          f"read_jsonl: {len(recs)} records, warnings {warned}")
+    clean = rundata.read_jsonl(os.path.join(minimal, "rank-0.jsonl"), warned.append)
+    check(len(warned) == 1 and len(clean) > 0, "a clean log gives no warning")
 
     empty = os.path.join(tmp, "empty")
     os.makedirs(empty)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # End-to-end checks of `ringtrain` under mpirun: run directory contents, the merged trace,
 # SIGTERM + resume bit-identical to an uninterrupted run, a SIGKILLed rank never hangs the
-# job, and every bad input (config mismatch, corrupt or foreign checkpoint, NaN loss,
-# usage errors) gives its one-line error on every rank and a non-zero exit; TensorBoard event
-# files decode and match the logs; --config files apply, lose to flags, round-trip, and
-# fail in one line naming the file and the key.
+# job, and every bad input (config mismatch, corrupt or foreign checkpoint, damaged
+# checkpoint metadata, a directory as checkpoint, sizes beyond memory, NaN loss, usage
+# errors, a full disk under a log) gives its one-line error on every rank and a non-zero
+# exit; a log cut off mid-line is read with a warning; a stopped rank ends the job through
+# the stall watchdog; TensorBoard event files decode and match the logs; --config files
+# apply, lose to flags, round-trip, and fail in one line naming the file and the key.
 # Usage: cli_test.sh <ringtrain binary> <case>
 set -uo pipefail
 
@@ -29,6 +31,12 @@ expect_fail() {  # expect_fail <log> <expected exit: nonzero|2> <pattern> <ranks
   done
 }
 step_records() { local n; n=$(grep -c '"type":"step"' "$1" 2>/dev/null); echo "${n:-0}"; }
+one_line_error() {  # one_line_error <log> <exit> <expected exit> <pattern>: a local command's only output
+  local log=$1 code=$2 want=$3 pattern=$4
+  [[ $code -eq $want ]] || { cat "$log" >&2; fail "expected exit $want, got $code ($pattern)"; }
+  grep -qE "^ringtrain: error: .*$pattern" "$log" || { cat "$log" >&2; fail "no error matching '$pattern'"; }
+  [[ $(wc -l < "$log") -eq 1 ]] || { cat "$log" >&2; fail "more than one line of output for '$pattern'"; }
+}
 params_crc() { "$bin" inspect "$1" | $py -c 'import json,sys; print(json.load(sys.stdin)["sections"]["params_crc32"])'; }
 
 case $case_name in
@@ -363,6 +371,153 @@ epochs = 1' "unknown key 'eval.epochs'"
   code=$?
   [[ $code -eq 2 && $(wc -l < "$work/log") -eq 1 ]] && grep -q "config file $work/missing.toml: cannot read" "$work/log" ||
     { cat "$work/log" >&2; fail "missing config file: exit $code"; }
+  ;;
+bad_checkpoints)
+  # Every bad checkpoint: exit 1 or 2, a one-line error naming the file, nothing written.
+  "${mpi[@]}" -np 1 "$bin" train "${data[@]}" --epochs 1 --checkpoint-every 1 --run-dir "$work/b" || fail "training failed"
+  ck=$(ls "$work/b/checkpoints"/ckpt-*.rtck | tail -1)
+  mkdir -p "$work/dir.rtck"
+  "$bin" inspect "$work/dir.rtck" > "$work/log" 2>&1; one_line_error "$work/log" $? 1 "dir.rtck: is a directory"
+  "${mpi[@]}" -np 2 "$bin" eval --checkpoint "$work/dir.rtck" > "$work/log" 2>&1
+  expect_fail "$work/log" nonzero "dir.rtck: is a directory" 2 $?
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 2 --resume "$work/dir.rtck" --run-dir "$work/b2" > "$work/log" 2>&1
+  expect_fail "$work/log" nonzero "dir.rtck: is a directory" 2 $?
+  # Damaged metadata with valid checksums: rebuilt by the format's own rules.
+  damage() {  # damage <in> <out> <python expression that edits the dict m>
+    $py - "$1" "$2" "$3" <<'PY'
+import json, struct, sys, zlib
+src, dst, edit = sys.argv[1:]
+b = open(src, "rb").read()
+count = struct.unpack_from("<I", b, 12)[0]
+secs = []
+for i in range(count):
+    e = 16 + 40 * i
+    name = b[e:e + 16]
+    off, size = struct.unpack_from("<QQ", b, e + 16)
+    secs.append([name, b[off:off + size]])
+m = json.loads(secs[0][1])
+exec(edit)
+secs[0][1] = json.dumps(m).encode()
+head = bytearray(b[:16])
+off = 16 + 40 * count + 4
+for name, payload in secs:
+    head += name + struct.pack("<QQII", off, len(payload), zlib.crc32(payload), 0)
+    off += len(payload)
+head += struct.pack("<I", zlib.crc32(bytes(head)))
+open(dst, "wb").write(bytes(head) + b"".join(p for _, p in secs))
+PY
+  }
+  damage "$ck" "$work/same.rtck" "pass"
+  "$bin" inspect "$work/same.rtck" > /dev/null || fail "the checkpoint rebuilt unchanged does not load"
+  i=0
+  for edit_and_pattern in \
+      "del m['epoch']|key 'epoch': expected an integer .*the key is missing" \
+      "m['epoch'] = 'three'|key 'epoch': expected an integer" \
+      "m['step_in_epoch'] = -1000|key 'step_in_epoch': expected an integer in \\[0, [0-9]+\\], got -1000" \
+      "m['epoch'] = 2**31|key 'epoch': .*got 2147483648" \
+      "m['config']['dataset'] = 'imagenet'|key 'config.dataset': expected one of" \
+      "m['config']['synthetic_train'] = 10**12|key 'config.synthetic_train': expected a sample count"; do
+    i=$((i + 1))
+    edit=${edit_and_pattern%%|*}
+    pattern=${edit_and_pattern#*|}
+    damage "$ck" "$work/m$i.rtck" "$edit"
+    cp "$work/m$i.rtck" "$work/m$i.orig"
+    "$bin" inspect "$work/m$i.rtck" > "$work/log" 2>&1; one_line_error "$work/log" $? 1 "m$i.rtck: meta: $pattern"
+    # The same validation serves eval and resume: two cases under mpirun keep this short.
+    if [[ $i -eq 1 || $i -eq 6 ]]; then
+    "${mpi[@]}" -np 2 "$bin" eval --checkpoint "$work/m$i.rtck" > "$work/log" 2>&1
+    expect_fail "$work/log" nonzero "m$i.rtck: meta: $pattern" 2 $?
+    "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 2 --resume "$work/m$i.rtck" --run-dir "$work/r$i" > "$work/log" 2>&1
+    expect_fail "$work/log" nonzero "m$i.rtck: meta: $pattern" 2 $?
+    fi
+    cmp -s "$work/m$i.rtck" "$work/m$i.orig" || fail "m$i.rtck was modified"
+  done
+  cat "$ck" > "$work/trailing.rtck"; printf 'xyz' >> "$work/trailing.rtck"
+  "$bin" inspect "$work/trailing.rtck" > "$work/log" 2>&1
+  one_line_error "$work/log" $? 1 "trailing.rtck: trailer: 3 unexpected bytes after the last section"
+  "${mpi[@]}" -np 1 "$bin" eval --checkpoint "$ck" --batch-size 2000000000 > "$work/log" 2>&1
+  expect_fail "$work/log" 2 "--batch-size 2000000000 .* needs 6.27 TB" 1 $?
+  ;;
+bad_sizes)
+  # Sizes checked up front, naming the flag and the memory (not a bare std::bad_alloc).
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 1000000000000 --run-dir "$work/big" > "$work/log" 2>&1
+  expect_fail "$work/log" 2 "--synthetic-train 1000000000000 .* needs 785 TB, more than this machine's" 2 $?
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --eval-batch-size 2000000000 --run-dir "$work/big" > "$work/log" 2>&1
+  expect_fail "$work/log" 2 "--eval-batch-size 2000000000 .* needs 6.27 TB" 2 $?
+  [[ ! -e $work/big ]] || fail "a refused run created its run directory"
+  "$bin" trian --epochs 1 > "$work/log" 2>&1; code=$?
+  [[ $code -eq 2 ]] && grep -q "unknown command 'trian'" "$work/log" || { cat "$work/log"; fail "unknown command: exit $code"; }
+  ;;
+full_disk)
+  # A full disk under a log: the run ends with an error naming the file (never goes on
+  # with logs that silently stopped). /dev/full fails every write with ENOSPC.
+  mkdir -p "$work/f1" "$work/f2"
+  ln -s /dev/full "$work/f1/metrics.csv"
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --run-dir "$work/f1" > "$work/log" 2>&1; code=$?
+  [[ $code -ne 0 ]] && grep -qE "error: .*f1/metrics.csv: write failed: No space left" "$work/log" \
+    || { cat "$work/log" >&2; fail "full metrics.csv: exit $code"; }
+  ln -s /dev/full "$work/f2/rank-1.jsonl"
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --run-dir "$work/f2" > "$work/log" 2>&1; code=$?
+  [[ $code -ne 0 ]] && grep -qE "\[rank 1\] error: .*f2/rank-1.jsonl: write failed: No space left" "$work/log" \
+    || { cat "$work/log" >&2; fail "full rank-1.jsonl: exit $code"; }
+  [[ ! -e $work/f2/summary.json && ! -e $work/f2/summary.json.tmp ]] || fail "summary.json written after a failed log"
+  ;;
+torn_log)
+  # A rank killed mid-record leaves a torn last line: trace and the report read the rest
+  # and warn; a bad line inside a log is still an error naming file and line.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --run-dir "$work/t" || fail "training failed"
+  printf '{"type":"step","t":1.5,"data_s":0.0' >> "$work/t/rank-1.jsonl"
+  lines=$(wc -l < "$work/t/rank-1.jsonl")
+  "$bin" trace "$work/t" > "$work/log" 2>&1 || { cat "$work/log" >&2; fail "trace rejected a torn last line"; }
+  grep -q "warning: .*rank-1.jsonl:$((lines + 1)): ignoring the truncated last line" "$work/log" \
+    || { cat "$work/log" >&2; fail "trace did not warn about the torn line"; }
+  [[ -s $work/t/trace.json ]] || fail "no trace.json"
+  MPLBACKEND=Agg $py "$(dirname "$0")/../../scripts/plot/run_report.py" "$work/t" > "$work/log" 2>&1 \
+    || { cat "$work/log" >&2; fail "run_report.py rejected a torn last line"; }
+  grep -q "rank-1.jsonl:$((lines + 1)): ignoring the truncated last line" "$work/log" || fail "run_report.py did not warn"
+  # Resuming appends after the torn line only once it is cut away.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --run-dir "$work/t2" --checkpoint-every 1 || fail "training failed"
+  printf '{"type":"st' >> "$work/t2/rank-0.jsonl"
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 2 --run-dir "$work/t2" --resume auto || fail "resume failed"
+  "$bin" trace "$work/t2" > "$work/log" 2>&1 || { cat "$work/log" >&2; fail "trace after resume"; }
+  grep -q "warning" "$work/log" && { cat "$work/log" >&2; fail "the resumed log still holds the torn line"; }
+  grep -q "dropped the torn last line" "$work/t2/rank-0.jsonl" || fail "no event about the dropped line"
+  # A damaged line inside a log stays an error.
+  sed -i '2s/.*/{"type":/' "$work/t/rank-0.jsonl"
+  "$bin" trace "$work/t" > "$work/log" 2>&1; code=$?
+  [[ $code -eq 1 ]] && grep -q "rank-0.jsonl:2:" "$work/log" || { cat "$work/log" >&2; fail "bad inner line: exit $code"; }
+  ;;
+stall)
+  # SIGSTOP one rank: the other warns once, naming step, bucket, operation and the stopped
+  # rank, then ends the job with an error naming it, within a bounded time.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 8192 --epochs 50 --stall-warning 1 \
+    --stall-timeout 4 --run-dir "$work/s" > "$work/log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 150); do
+    sleep 0.2
+    (( $(cat "$work/s/rank-0.jsonl" 2>/dev/null | grep -c '"type":"step"') >= 5 )) && break
+  done
+  pid=$(pgrep -f "^$bin train.*$work/s" | tail -1)
+  [[ -n $pid ]] || { cat "$work/log" >&2; fail "no rank to stop"; }
+  stopped=$(tr '\0' '\n' < /proc/$pid/environ | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+  other=$((1 - stopped))
+  trap 'kill -CONT $pid 2>/dev/null; kill -KILL $pid 2>/dev/null; rm -rf "$work"' EXIT
+  kill -STOP "$pid"
+  start=$(date +%s)
+  while kill -0 $launcher 2>/dev/null; do
+    sleep 0.5
+    (( $(date +%s) - start > 60 )) && { kill -KILL $launcher; cat "$work/log" >&2; fail "job still running 60 s after SIGSTOP"; }
+  done
+  wait $launcher && { cat "$work/log" >&2; fail "mpirun exited 0 after a stall"; }
+  # Stopped inside the gradient ring the peer is named; inside MPI's own all-reduce of the
+  # step's metrics (no single peer) the warning says "every rank".
+  grep -qE "\[rank $other\] warning: stalled for [0-9]+ s at step [0-9]+, .*in (ring all-reduce .*waiting for rank $stopped|all-reduce of metrics .*waiting for every rank)" \
+    "$work/log" || { cat "$work/log" >&2; fail "no stall warning naming rank $stopped"; }
+  [[ $(grep -c "\[rank $other\] warning: stalled" "$work/log") -eq 1 ]] || { cat "$work/log" >&2; fail "more than one warning"; }
+  grep -qE "\[rank $other\] error: stall timeout: .*stalled rank: (rank $stopped|a rank that never reached it)" "$work/log" \
+    || { cat "$work/log" >&2; fail "no timeout error naming rank $stopped"; }
+  # The stopped rank, resumed by mpirun's teardown, must not blame the peer that waited.
+  grep -q "\[rank $stopped\] error: stall timeout" "$work/log" && { cat "$work/log" >&2; fail "the stopped rank blamed its peer"; }
   ;;
 *)
   fail "unknown case $case_name"

@@ -1,0 +1,113 @@
+// Writes the fuzzers' seed corpora: small valid files of every format, built with the
+// tests' own format writers (test/datasets/dataset_test_util.h) and Checkpoint::serialize.
+// Usage: make_seeds <dir>  ->  <dir>/{idx,cifar,mat,checkpoint,json}/seed-*
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "datasets/dataset_test_util.h"
+#include "train/Checkpoint.h"
+
+using namespace ringtrain;
+using namespace ringtrain::test;
+
+namespace {
+
+void put(const std::filesystem::path& dir, const std::string& name, const Bytes& bytes) {
+  std::filesystem::create_directories(dir);
+  write_file((dir / name).string(), bytes);
+}
+
+Bytes text(const std::string& s) { return Bytes(s.begin(), s.end()); }
+
+Json checkpoint_meta(int num_params) {
+  Json config = Json::object();
+  config.set("dataset", "synthetic");
+  config.set("data_dir", "");
+  config.set("normalize", true);
+  config.set("mean", Json::array());
+  config.set("std", Json::array());
+  config.set("synthetic_shape", "1x8x8");
+  config.set("synthetic_classes", 10);
+  config.set("synthetic_train", 64);
+  config.set("synthetic_test", 16);
+  config.set("synthetic_seed", 1);
+  Json m = Json::object();
+  m.set("format_version", Checkpoint::kFormatVersion);
+  m.set("model", "logreg");
+  m.set("signature", "linear(64->10)");
+  m.set("input_shape", "1x8x8");
+  m.set("classes", 10);
+  m.set("num_params", num_params);
+  m.set("world_size", 1);
+  m.set("batch_size", 8);
+  m.set("global_step", 16);
+  m.set("epoch", 2);
+  m.set("step_in_epoch", 0);
+  m.set("elapsed_s", 0.5);
+  m.set("epoch_loss_sum", 0.0);
+  m.set("epoch_correct", 0.0);
+  m.set("epoch_count", 0.0);
+  m.set("epoch_seconds", 0.0);
+  m.set("seed", 42);
+  m.set("optimizer", "sgd");
+  m.set("optimizer_steps", 16);
+  m.set("lr", 0.01);
+  m.set("test_accuracy", 0.5);
+  m.set("config", std::move(config));
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_seeds <dir>\n");
+    return 2;
+  }
+  const std::filesystem::path dir = argv[1];
+
+  Bytes pixels(3 * 4 * 5);
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<unsigned char>(i * 7);
+  put(dir / "idx", "seed-images.idx", idx_images(3, 4, 5, pixels));
+  put(dir / "idx", "seed-images.idx.gz", gzip_bytes(idx_images(3, 4, 5, pixels)));
+  put(dir / "idx", "seed-labels.idx", idx_labels({1, 9, 0}));
+
+  Bytes cifar;
+  for (int r = 0; r < 2; ++r) {
+    cifar.push_back(static_cast<unsigned char>(r * 3));
+    for (int p = 0; p < 3072; ++p) cifar.push_back(static_cast<unsigned char>(p + r));
+  }
+  put(dir / "cifar", "seed-batch.bin", cifar);
+
+  Bytes x_data(32 * 32 * 3 * 2);
+  for (std::size_t i = 0; i < x_data.size(); ++i) x_data[i] = static_cast<unsigned char>(i);
+  const MatArray x{"X", kMxUint8, {32, 32, 3, 2}, kMiUint8, x_data};
+  const MatArray y{"y", kMxDouble, {2, 1}, kMiDouble, doubles({3, 10})};
+  const MatArray y_small{"y", kMxDouble, {2, 1}, kMiUint8, Bytes{1, 10}};
+  Bytes plain = mat_header();
+  for (const Bytes& e : {mat_matrix(x), mat_matrix(y)}) plain.insert(plain.end(), e.begin(), e.end());
+  put(dir / "mat", "seed-plain.mat", plain);
+  Bytes packed = mat_header();
+  for (const Bytes& e : {mat_compressed(mat_matrix(x)), mat_compressed(mat_matrix(y_small))})
+    packed.insert(packed.end(), e.begin(), e.end());
+  put(dir / "mat", "seed-compressed.mat", packed);
+
+  CheckpointData ck;
+  ck.meta = checkpoint_meta(650);
+  ck.params.assign(650, 0.25f);
+  ck.optimizer_state.assign(650, -1.0f);
+  const auto ck_bytes = Checkpoint::serialize(ck);
+  put(dir / "checkpoint", "seed-ckpt.rtck",
+      Bytes(reinterpret_cast<const unsigned char*>(ck_bytes.data()),
+            reinterpret_cast<const unsigned char*>(ck_bytes.data()) + ck_bytes.size()));
+
+  put(dir / "json", "seed-meta.json", text(ck.meta.dump(2)));
+  put(dir / "json", "seed-rank.jsonl",
+      text("{\"type\":\"step\",\"t\":0.25,\"step\":1,\"data_s\":1e-3,\"loss\":2.3}\n"
+           "{\"type\":\"resource\",\"t\":1,\"cpu_percent\":99.5,\"rss_mb\":80}\n"
+           "{\"type\":\"event\",\"message\":\"caf\\u00e9 \\\"q\\\" \\\\ \\n\",\"x\":[true,false,null,-0.5]}\n"
+           "{\"type\":\"st"));
+  std::printf("seeds written to %s\n", dir.c_str());
+  return 0;
+}
