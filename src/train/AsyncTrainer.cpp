@@ -58,6 +58,8 @@ void AsyncTrainer::State::setup_local() {
   servers = config.servers;
   workers = world - servers;
   if (config.eval_batch_size == 0) config.eval_batch_size = std::max(config.batch_size, 256);
+  // The cosine schedule anneals over the whole run, as in sync mode.
+  config.schedule.total_epochs = config.epochs;
 
   data = load_dataset(config.data);
   model = std::make_unique<Model>(config.model, data.train->shape(), data.train->classes());
