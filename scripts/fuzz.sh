@@ -54,7 +54,11 @@ for t in "${list[@]}"; do
   rm -f "$build"/fuzz-*.log
   if (cd "$build" && "$exe" "$corpus" "$build/seeds/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
       "${parallel[@]}" -artifact_prefix="$crashes/" -print_final_stats=1 > "$build/fuzz_$t.log" 2>&1); then
-    runs=$(cat "$build/fuzz_$t.log" "$build"/fuzz-*.log 2>/dev/null | grep -o 'stat::number_of_executed_units: *[0-9]*' |
+    # --jobs N leaves fuzz-<i>.log files, a single process none: count what exists (an
+    # unmatched glob would make cat, and so this script under pipefail, fail).
+    logs=("$build/fuzz_$t.log")
+    for f in "$build"/fuzz-*.log; do [[ -e $f ]] && logs+=("$f"); done
+    runs=$(cat "${logs[@]}" | grep -o 'stat::number_of_executed_units: *[0-9]*' |
            awk '{s += $2} END {print s + 0}')
     echo "fuzz_$t: ${seconds} s, $runs executions, no crash"
   else
