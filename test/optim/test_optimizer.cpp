@@ -139,7 +139,8 @@ OptimizerConfig round_trip_config(int which) {
 }
 
 bool bits_equal(std::span<const float> a, std::span<const float> b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+  // memcmp on an empty span's null data() is undefined even for zero bytes (UBSan).
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
 }
 
 TEST_CASE("state() and steps_taken() restore an optimizer bit for bit", "[optim]") {
