@@ -46,7 +46,10 @@ TEST_CASE("crc32c matches the published vectors on every path") {
 }
 
 TEST_CASE("crc32c hardware and table paths agree at every length and alignment") {
-  if (!crc32c_hardware_available()) SUCCEED("no SSE4.2 on this CPU: the table path is the only one");
+  if (!crc32c_hardware_available()) {
+    WARN("no SSE4.2 on this CPU: the table path is the only one, nothing to compare");
+    return;
+  }
   std::mt19937 rng(7);
   std::vector<unsigned char> buf(5000);
   for (auto& b : buf) b = static_cast<unsigned char>(rng());
