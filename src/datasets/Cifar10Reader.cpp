@@ -39,14 +39,18 @@ std::unique_ptr<ImageDataset> read_cifar10_batches(const std::vector<std::string
     records += size / kCifarRecordBytes;
   }
   std::vector<std::uint8_t> pixels(records * kImageBytes), labels(records);
-  std::vector<unsigned char> chunk(kCifarRecordBytes * 1024);
+  // Read up to 1024 records (3 MB) at a time, but never allocate more than the files hold:
+  // a fixed 3 MB buffer, zeroed on every call, made up most of the time of reading a
+  // small file (and held the CIFAR fuzzer to ~70 inputs/s).
+  constexpr std::uint64_t kChunkRecords = 1024;
+  std::vector<unsigned char> chunk(static_cast<std::size_t>(std::min(kChunkRecords, records)) * kCifarRecordBytes);
   std::size_t n = 0;
   for (const auto& path : paths) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error(fmt::format("{}: cannot open for reading", path));
     const std::uint64_t file_records = file_size_checked(path) / kCifarRecordBytes;
     for (std::uint64_t done = 0; done < file_records;) {
-      const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(1024, file_records - done));
+      const std::size_t take = static_cast<std::size_t>(std::min(kChunkRecords, file_records - done));
       in.read(reinterpret_cast<char*>(chunk.data()), static_cast<std::streamsize>(take * kCifarRecordBytes));
       if (static_cast<std::size_t>(in.gcount()) != take * kCifarRecordBytes)
         throw std::runtime_error(fmt::format("{}: truncated while reading record {}", path, done));
