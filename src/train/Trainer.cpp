@@ -208,8 +208,9 @@ TrainResult Trainer::State::train() {
   result.run_dir = run_dir;
   result.stopped_by = "epochs";
 
-  TrainStep step(*model, *optimizer, *data.train,
-                 TrainStepConfig{config.batch_size, config.accumulate, config.seed, config.data.augment}, rank, world);
+  TrainStepConfig step_config{config.batch_size, config.accumulate, config.seed, config.data.augment};
+  if (rank == world - 1) step_config.straggler_ms = config.straggler_ms;  // the last rank, as in async mode
+  TrainStep step(*model, *optimizer, *data.train, step_config, rank, world);
   const std::int64_t steps_per_epoch = step.steps_per_epoch();
   const std::int64_t images_per_step = static_cast<std::int64_t>(config.batch_size) * config.accumulate;
 
