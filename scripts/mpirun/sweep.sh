@@ -34,6 +34,8 @@ Grid (comma-separated lists; every combination runs)
   --scaling weak|strong  weak: per-rank batch = the batch size; strong: global batch =
                          the batch size, per-rank = batch / ranks (must divide) (default weak)
   --repeats R            repeat every combination R times (default 1)
+  --interleave           run repeat 1 of every combination, then repeat 2, ...: timings
+                         compared across combinations then share the background load
 Training
   --model M              (default lenet5)
   --dataset D            (default fashion-mnist)
@@ -102,6 +104,7 @@ epochs=1
 ckpt_every=1
 out=
 dry_run=0
+interleave=0
 report=1
 report_opts=()
 timeout_s=
@@ -155,6 +158,7 @@ while [[ $# -gt 0 ]]; do
       timeout_s=$2; shift 2 ;;
     --out) [[ $# -ge 2 && -n $2 ]] || die_usage "$1 needs a value"; out=$2; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
+    --interleave) interleave=1; shift ;;
     --no-report) report=0; shift ;;
     --run-reports) report_opts+=(--run-reports); shift ;;
     -h | --help) usage; exit 0 ;;
@@ -223,6 +227,17 @@ for algo in "${slots[@]}"; do
   done
 done
 [[ ${#names[@]} -gt 0 ]] || die_usage "the grid is empty (see the notes above)"
+if ((interleave)); then
+  # Repeat-major order (the repeat is a spec's last field), combinations in grid order.
+  ordered_names=() ordered_specs=()
+  for ((rep = 1; rep <= repeats; rep++)); do
+    for i in "${!names[@]}"; do
+      [[ ${specs[$i]##* } == "$rep" ]] || continue
+      ordered_names+=("${names[$i]}"); ordered_specs+=("${specs[$i]}")
+    done
+  done
+  names=("${ordered_names[@]}") specs=("${ordered_specs[@]}")
+fi
 
 # The launcher and train command of run $1 (its spec fields), into the array `cmd`.
 build_cmd() {
