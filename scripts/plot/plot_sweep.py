@@ -275,14 +275,24 @@ def plot_loss_vs_time(rows, sweep_dir, out_path):
         label = str(r.get("mode"))
         if others:
             label += ", " + _series_label(r, others, batch_word)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], LINESTYLES[(i // 10) % 4],
-                color=plt.get_cmap("tab10")(i % 10), lw=1.0, alpha=0.85, label=label)
+        color = plt.get_cmap("tab10")(i % 10)
+        ts, losses = [p[0] for p in pts], [p[1] for p in pts]
+        # Each record faint (the noise is part of the comparison), and a running mean over
+        # about a fortieth of the run on top so that the modes can be told apart.
+        ax.plot(ts, losses, "-", color=color, lw=0.5, alpha=0.2)
+        w = max(1, len(pts) // 40)
+        cum = [0.0]
+        for v in losses:
+            cum.append(cum[-1] + v)
+        mean = [(cum[j + 1] - cum[max(0, j + 1 - w)]) / (j + 1 - max(0, j + 1 - w))
+                for j in range(len(losses))]
+        ax.plot(ts, mean, LINESTYLES[(i // 10) % 4], color=color, lw=1.8, label=label)
         drawn += 1
     if drawn < 2:
         plt.close(fig)
         return None
     ax.set_xlabel("wall time since training start (s)")
-    ax.set_ylabel("training loss (each step record's mean)")
+    ax.set_ylabel("training loss (faint: each step record; line: running mean)")
     ax.set_xlim(left=0)
     ax.set_yscale("log")
     ax.grid(alpha=0.3, which="both")
