@@ -137,28 +137,19 @@ std::filesystem::path write_checkpoint(const CheckpointData& ck, const TrainConf
 }
 
 Json eval_record(double t, int epoch, std::int64_t step, double test_loss, double test_accuracy, double seconds) {
-  Json rec = Json::object();
-  rec.set("type", "eval");
-  rec.set("t", t);
-  rec.set("epoch", epoch);
-  rec.set("step", step);
-  rec.set("test_loss", test_loss);
-  rec.set("test_accuracy", test_accuracy);
-  rec.set("seconds", seconds);
-  return rec;
+  return Json(Json::Object{{"type", "eval"}, {"t", t}, {"epoch", epoch}, {"step", step}, {"test_loss", test_loss},
+                           {"test_accuracy", test_accuracy}, {"seconds", seconds}});
 }
 
 Json resource_record(double t, const ResourceSample& sample, std::uint64_t bytes_sent, std::uint64_t bytes_received,
                      double dt) {
-  Json rec = Json::object();
-  rec.set("type", "resource");
-  rec.set("t", t);
-  rec.set("cpu_percent", sample.cpu_percent);
-  rec.set("rss_mb", sample.rss_mb);
-  rec.set("peak_rss_mb", sample.peak_rss_mb);
-  rec.set("net_send_mbps", static_cast<double>(bytes_sent) / 1e6 / dt);
-  rec.set("net_recv_mbps", static_cast<double>(bytes_received) / 1e6 / dt);
-  return rec;
+  return Json(Json::Object{{"type", "resource"},
+                           {"t", t},
+                           {"cpu_percent", sample.cpu_percent},
+                           {"rss_mb", sample.rss_mb},
+                           {"peak_rss_mb", sample.peak_rss_mb},
+                           {"net_send_mbps", static_cast<double>(bytes_sent) / 1e6 / dt},
+                           {"net_recv_mbps", static_cast<double>(bytes_received) / 1e6 / dt}});
 }
 
 std::string epoch_line(const EpochMetrics& m, int epochs, double seconds) {

@@ -3,14 +3,10 @@
 # test/scripts/fake_ringtrain.py as the trainer: the three modes run interleaved per repeat
 # with --straggler-ms, and straggler.md gives each repeat's ratio async / sync ps computed
 # from results.csv (recomputed here).
-set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/lib.sh"
 bench=$here/../../scripts/bench/straggler.sh
 fake=$here/fake_ringtrain.py
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 export FAKE_RINGTRAIN_ARGS_LOG=$tmp/args.jsonl
 
 "$bench" --launcher "$here/../../scripts/mpirun/run.sh" --ppn 3 --bin "$fake" --repeats 2 --straggler-ms 7 \
@@ -35,9 +31,4 @@ assert "`uptime` before" in md and "`uptime` after" in md
 PY
 "$bench" --repeats 0 >/dev/null 2>&1
 [[ $? -eq 2 ]] || fail "--repeats 0 must exit 2"
-if ((fails)); then
-  echo "test_straggler_sh: $fails failure(s)"
-  cat "$tmp/log"
-  exit 1
-fi
-echo "test_straggler_sh: all checks passed"
+finish test_straggler_sh "$tmp/log"

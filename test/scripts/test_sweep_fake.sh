@@ -6,14 +6,10 @@
 # batch/np per rank and refuses a remainder, --dry-run runs nothing, a --launcher places
 # ranks on nodes, --run-reports writes and links each run's report, and the mode axis (sync
 # per all-reduce, async, sspK) passes each mode's flags and records them.
-set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/lib.sh"
 sweep=$here/../../scripts/mpirun/sweep.sh
 fake=$here/fake_ringtrain.py
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 out=$tmp/sw
 export FAKE_RINGTRAIN_ARGS_LOG=$tmp/args.jsonl
@@ -173,9 +169,4 @@ for bad in "--modes ssp" "--modes sync,bsp" "--servers 0"; do
   [[ $? -eq 2 ]] || fail "sweep.sh $bad should exit 2"
 done
 
-if ((fails)); then
-  echo "test_sweep_fake: $fails failure(s)"
-  cat "$tmp/log1"
-  exit 1
-fi
-echo "test_sweep_fake: all checks passed"
+finish test_sweep_fake "$tmp/log1"
