@@ -1,27 +1,42 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses of test/fuzz with clang (AddressSanitizer + UBSan) and runs
 # each one: first over its committed regression inputs (test/fuzz/regressions/<target>:
-# every crash ever found), then fuzzing from its seed corpus for --time seconds.
-# Non-zero if any input crashes; the crashing input is left in <build>/crashes/<target>/.
+# every crash ever found), then fuzzing from its seed corpus for --time seconds or until
+# --runs executions (both: whichever comes first). Prints, per target, the executions, the
+# seconds and the outcome. Non-zero if any input crashes; the crashing input is left in
+# <build>/crashes/<target>/.
 #
 #   scripts/fuzz.sh                          # CI: 30 s per target
-#   scripts/fuzz.sh --time 14400 --jobs 2    # the long run: 4 hours per target
+#   scripts/fuzz.sh --runs 1000000           # the release bar: 1M executions per target
+#   scripts/fuzz.sh --time 14400 --jobs 2    # a long run: 4 hours per target
 #   scripts/fuzz.sh --targets mat,json       # a subset
 # A new crash becomes a regression: copy it to test/fuzz/regressions/<target>/, fix, commit.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${RINGTRAIN_FUZZ_BUILD_DIR:-$root/build-fuzz}
-seconds=30
+seconds=
+runs=
 targets=idx,cifar,mat,checkpoint,json
 jobs=1
+positive() {
+  [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: $1 takes a positive integer (got '$2')" >&2; exit 2; }
+}
 while [[ $# -gt 0 ]]; do
+  [[ $1 == --time || $1 == --runs || $1 == --targets || $1 == --jobs ]] && [[ $# -lt 2 ]] &&
+    { echo "fuzz.sh: $1 needs a value (see the header of $0)" >&2; exit 2; }
   case $1 in
-    --time) seconds=$2; shift 2 ;;
+    --time) positive --time "$2"; seconds=$2; shift 2 ;;
+    --runs) positive --runs "$2"; runs=$2; shift 2 ;;
     --targets) targets=$2; shift 2 ;;
-    --jobs) jobs=$2; shift 2 ;;
+    --jobs) positive --jobs "$2"; jobs=$2; shift 2 ;;
     *) echo "fuzz.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
+# Neither given: the CI default of 30 s. --runs alone: no time limit.
+[[ -z $seconds && -z $runs ]] && seconds=30
+limits=(-max_total_time="${seconds:-0}")
+# With --jobs N, every job is its own libFuzzer process with its own -runs: split the total.
+[[ -n $runs ]] && limits+=(-runs=$(((runs + jobs - 1) / jobs)))
 
 "$root/scripts/setup.sh" --fuzz
 cc=$(command -v clang-14 || command -v clang)
@@ -52,15 +67,19 @@ for t in "${list[@]}"; do
   parallel=()
   [[ $jobs -gt 1 ]] && parallel=(-jobs="$jobs" -workers="$jobs")
   rm -f "$build"/fuzz-*.log
-  if (cd "$build" && "$exe" "$corpus" "$build/seeds/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+  start=$SECONDS
+  if (cd "$build" && "$exe" "$corpus" "$build/seeds/$t" "${limits[@]}" -rss_limit_mb=2048 -timeout=10 \
       "${parallel[@]}" -artifact_prefix="$crashes/" -print_final_stats=1 > "$build/fuzz_$t.log" 2>&1); then
-    # --jobs N leaves fuzz-<i>.log files, a single process none: count what exists (an
-    # unmatched glob would make cat, and so this script under pipefail, fail).
+    # A single process writes its statistics to fuzz_<t>.log. With --jobs N each job writes
+    # fuzz-<i>.log and the parent copies every finished job's log into its own output, so
+    # only the job logs are counted (counting both doubled the figure).
     logs=("$build/fuzz_$t.log")
-    for f in "$build"/fuzz-*.log; do [[ -e $f ]] && logs+=("$f"); done
-    runs=$(cat "${logs[@]}" | grep -o 'stat::number_of_executed_units: *[0-9]*' |
-           awk '{s += $2} END {print s + 0}')
-    echo "fuzz_$t: ${seconds} s, $runs executions, no crash"
+    if [[ $jobs -gt 1 ]]; then
+      logs=()
+      for f in "$build"/fuzz-*.log; do [[ -e $f ]] && logs+=("$f"); done
+    fi
+    executed=$(awk '$1 == "stat::number_of_executed_units:" {s += $2} END {print s + 0}' "${logs[@]}" /dev/null)
+    echo "fuzz_$t: $executed executions in $((SECONDS - start)) s, 0 crashes"
   else
     echo "fuzz_$t: CRASH (input in $crashes/, log $build/fuzz_$t.log)" >&2
     tail -40 "$build/fuzz_$t.log" >&2

@@ -109,3 +109,24 @@ TEST_CASE("CIFAR-10 errors name the file and the problem", "[cifar10]") {
     REQUIRE_THROWS_WITH(load_dataset(config), Contains("--data-dir"));
   }
 }
+
+TEST_CASE("CIFAR-10 files longer than the 1024-record read buffer", "[cifar10]") {
+  // The reader reads at most 1024 records at a time: records past the first buffer, in a
+  // second file, and an error past the buffer must all land at the right index.
+  TempDir dir;
+  const std::string long_batch = dir.file("long.bin"), short_batch = dir.file("short.bin");
+  write_file(long_batch, batch_bytes(2, 1030));
+  write_file(short_batch, batch_bytes(6, 3));
+  const auto d = read_cifar10_batches({long_batch, short_batch}, {});
+  REQUIRE(d->size() == 1033);
+  std::vector<float> x(3072);
+  for (int i : {0, 1023, 1024, 1029, 1030, 1032}) {
+    const int b = i < 1030 ? 2 : 6, r = i < 1030 ? i : i - 1030;
+    CHECK(d->label(static_cast<std::size_t>(i)) == (b + r) % 10);
+    d->get(static_cast<std::size_t>(i), x.data());
+    for (int k : {0, 1500, 3071}) CHECK(x[k] == Approx(((k * 7 + 3 * r + 11 * b) % 256) / 255.0));
+  }
+  write_file(long_batch, batch_bytes(2, 1030, 1027));
+  REQUIRE_THROWS_WITH(read_cifar10_batches({short_batch, long_batch}, {}),
+                      Contains(long_batch) && Contains("label 10 in record 1027 out of range"));
+}

@@ -16,6 +16,8 @@ data=(--mode async --dataset synthetic --synthetic-shape 1x28x28 --synthetic-tra
       --model lenet5 --batch-size 16 --lr 0.02 --quiet)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=mpi_ranks.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/mpi_ranks.sh"
 
 case $case_name in
 usage)
@@ -67,13 +69,12 @@ sigkill)
     sleep 0.2
     grep -q '"type":"step"' "$work/k/rank-2.jsonl" 2>/dev/null && break
   done
-  pid=$(pgrep -f "$bin train.*$work/k" | tail -1)   # the last rank: a worker
-  [[ -n $pid ]] || fail "no rank to kill"
+  pid=$(rank_pid $launcher 2) || fail "no rank to kill"   # the last rank: a worker
   kill -KILL "$pid"
   start=$(date +%s)
   while kill -0 $launcher 2>/dev/null; do
     sleep 0.5
-    (( $(date +%s) - start > 30 )) && { pkill -KILL -f "$work/k"; fail "mpirun still running 30 s after SIGKILL of a worker"; }
+    (( $(date +%s) - start > 30 )) && { kill_job $launcher; fail "mpirun still running 30 s after SIGKILL of a worker"; }
   done
   wait $launcher && fail "mpirun exited 0 after a worker was killed"
   echo "job ended $(( $(date +%s) - start )) s after the worker was killed"
@@ -86,8 +87,8 @@ sigterm)
     sleep 0.2
     grep -q '"type":"step"' "$work/t/rank-2.jsonl" 2>/dev/null && break
   done
-  # Every rank gets the signal, as from a batch system (this run's own directory in the pattern).
-  pkill -TERM -f "^$bin train.*$work/t" || fail "no rank to signal"
+  # Every rank gets the signal, as from a batch system.
+  signal_ranks TERM $launcher || fail "no rank to signal"
   wait $launcher; code=$?
   [[ $code -eq 0 ]] || { cat "$work/t.log"; fail "SIGTERM: exit $code"; }
   $py -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["stopped_by"]=="signal", s["stopped_by"]' \

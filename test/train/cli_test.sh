@@ -22,6 +22,8 @@ data=(--dataset synthetic --synthetic-shape 1x28x28 --synthetic-train 512 --synt
       --batch-size 16 --lr 0.02 --quiet)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=mpi_ranks.sh
+source "$here/mpi_ranks.sh"
 expect_fail() {  # expect_fail <log> <expected exit: nonzero|2> <pattern> <ranks>
   local log=$1 want=$2 pattern=$3 ranks=$4 code=$5
   if [[ $want == 2 && $code -ne 2 ]]; then cat "$log" >&2; fail "expected exit 2, got $code"; fi
@@ -122,8 +124,8 @@ resume_sigterm)
     (( steps >= 40 )) && break
   done
   (( steps >= 40 )) || { cat "$work/cut.log" >&2; fail "training did not get under way within 60 s"; }
-  # The ranks only (their command line starts with the binary; mpirun's does not).
-  pkill -TERM -f "^$bin train.*$work/cut" || fail "no rank to signal"
+  # The ranks only, not mpirun.
+  signal_ranks TERM $launcher || fail "no rank to signal"
   wait $launcher || { cat "$work/cut.log" >&2; fail "the signalled run did not exit cleanly"; }
   cut_ckpt=$(ls "$work/cut/checkpoints"/ckpt-*.rtck | tail -1)
   [[ -n $cut_ckpt ]] || fail "no checkpoint written on SIGTERM"
@@ -216,13 +218,12 @@ sigkill)
     sleep 0.2
     ls "$work/k/checkpoints"/ckpt-*.rtck >/dev/null 2>&1 && break
   done
-  pid=$(pgrep -f "$bin train.*$work/k" | tail -1)
-  [[ -n $pid ]] || fail "no rank to kill"
+  pid=$(rank_pid $launcher 1) || fail "no rank to kill"
   kill -KILL "$pid"
   start=$(date +%s)
   while kill -0 $launcher 2>/dev/null; do
     sleep 0.5
-    (( $(date +%s) - start > 30 )) && { pkill -KILL -f "$work/k"; fail "mpirun still running 30 s after SIGKILL"; }
+    (( $(date +%s) - start > 30 )) && { kill_job $launcher; fail "mpirun still running 30 s after SIGKILL"; }
   done
   wait $launcher && fail "mpirun exited 0 after a rank was killed"
   last=$(ls "$work/k/checkpoints"/ckpt-*.rtck | tail -1)
@@ -289,7 +290,7 @@ tensorboard)
   }
   for _ in $(seq 1 600); do ready && break; sleep 0.2; done
   ready || { kill -KILL $launcher; cat "$work/tb.log" >&2; fail "no resource records and 2 epochs within 120 s"; }
-  pkill -TERM -f "^$bin train.*$work/tb" || fail "no rank to signal"
+  signal_ranks TERM $launcher || fail "no rank to signal"
   wait $launcher || { cat "$work/tb.log" >&2; fail "the signalled run did not exit cleanly"; }
   $py "$here/tensorboard_check.py" "$work/tb" 2 || fail "event files do not match the logs"
   # The check can fail: one flipped payload byte is a CRC mismatch.
@@ -497,10 +498,9 @@ stall)
     sleep 0.2
     (( $(cat "$work/s/rank-0.jsonl" 2>/dev/null | grep -c '"type":"step"') >= 5 )) && break
   done
-  pid=$(pgrep -f "^$bin train.*$work/s" | tail -1)
-  [[ -n $pid ]] || { cat "$work/log" >&2; fail "no rank to stop"; }
-  stopped=$(tr '\0' '\n' < /proc/$pid/environ | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
-  other=$((1 - stopped))
+  stopped=1
+  other=0
+  pid=$(rank_pid $launcher $stopped) || { cat "$work/log" >&2; fail "no rank to stop"; }
   trap 'kill -CONT $pid 2>/dev/null; kill -KILL $pid 2>/dev/null; rm -rf "$work"' EXIT
   kill -STOP "$pid"
   start=$(date +%s)
