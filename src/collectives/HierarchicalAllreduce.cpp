@@ -68,6 +68,7 @@ void HierarchicalAllreduce::release() noexcept {
   capacity_ = 0;
   inputs_.clear();
   result_ = nullptr;
+  counters_ = nullptr;
 }
 
 void HierarchicalAllreduce::reserve(std::size_t count, TrafficStats& stats) {
