@@ -29,7 +29,7 @@ struct Options {
   int recv_depth = 2;
   double ps_chunk_kb = 1024;
   double hier_piece_kb = 4096;
-  std::string auto_ring_min = "1M";
+  std::string auto_ring_min = "256K";
   std::string auto_ring_min_shm = "4M";
   std::string rd_doubling_max = "2K";
   bool mean = false;
