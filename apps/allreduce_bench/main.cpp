@@ -28,7 +28,8 @@ struct Options {
   double net_chunk_kb = (65536 - 128) / 1024.0;
   int recv_depth = 2;
   double ps_chunk_kb = 1024;
-  std::string auto_ring_min = "1M";
+  double hier_piece_kb = 4096;
+  std::string auto_ring_min = "256K";
   std::string auto_ring_min_shm = "4M";
   std::string rd_doubling_max = "2K";
   bool mean = false;
@@ -52,12 +53,13 @@ ringtrain::BenchConfig make_config(const Options& o) {
   config.iters = o.iters;
   config.repeats = o.repeats;
   config.mean = o.mean;
-  if (o.chunk_kb <= 0 || o.net_chunk_kb <= 0 || o.ps_chunk_kb <= 0)
+  if (o.chunk_kb <= 0 || o.net_chunk_kb <= 0 || o.ps_chunk_kb <= 0 || o.hier_piece_kb <= 0)
     throw std::invalid_argument("chunk sizes must be positive");
   config.tuning.ring_chunk_bytes = static_cast<std::size_t>(o.chunk_kb * 1024);
   config.tuning.ring_chunk_bytes_network = static_cast<std::size_t>(o.net_chunk_kb * 1024);
   config.tuning.ring_recv_depth = o.recv_depth;
   config.tuning.ps_chunk_bytes = static_cast<std::size_t>(o.ps_chunk_kb * 1024);
+  config.tuning.hier_piece_bytes = static_cast<std::size_t>(o.hier_piece_kb * 1024);
   config.tuning.auto_ring_min_bytes = ringtrain::parse_byte_size(o.auto_ring_min);
   config.tuning.auto_ring_min_bytes_single_host = ringtrain::parse_byte_size(o.auto_ring_min_shm);
   config.tuning.rd_doubling_max_bytes = ringtrain::parse_byte_size(o.rd_doubling_max);
@@ -104,6 +106,9 @@ int main(int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::Range(1, 64));
     app.add_option("--ps-chunk-kb", o.ps_chunk_kb, "parameter-server chunk (KiB)")
+        ->capture_default_str();
+    app.add_option("--hier-piece-kb", o.hier_piece_kb,
+                   "hier: the leaders all-reduce the node sum in pieces of this size (KiB)")
         ->capture_default_str();
     app.add_option("--auto-ring-min", o.auto_ring_min,
                    "auto across hosts: ring from this size on, rd below")

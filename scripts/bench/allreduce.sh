@@ -2,8 +2,10 @@
 # All-reduce comparison with apps/allreduce_bench: ring vs MPI_Allreduce vs ps vs rd vs
 # auto on shared memory at np 2 and 4; with --cluster also on the emulated cluster of
 # scripts/mpirun/cluster.sh (tbf-shaped links, torn down afterwards): one rank per node at
-# each node count and MTU (mpi, ring, ps, rd), the ring with bf16 transport against fp32
-# on 2 nodes, and hier against the flat ring and MPI_Allreduce on 2 nodes x 2 ranks.
+# each node count and MTU (mpi, ring, ps, rd from 1 MiB; mpi, ring, rd, ps and auto from
+# 64 KiB to 4 MiB, where `auto`'s crossover lies; a plain-TCP baseline of the same links,
+# scripts/bench/link_baseline.py, as the ceiling), the ring with bf16 transport against
+# fp32 on 2 nodes, and hier against the flat ring, rd and MPI_Allreduce on 2 nodes x 2 ranks.
 #
 #   scripts/bench/allreduce.sh [--quick] [--cluster | --cluster-only] [--nodes "2 3 4"]
 #                              [--mtus "9000 1500"] [--link-rate 1gbit] [--out DIR]
@@ -51,14 +53,16 @@ if [[ $quick -eq 1 ]]; then
   small_args=(--min-bytes 4 --max-bytes 512K --warmup 2 --iters 10 --repeats 3)
   large_args=(--min-bytes 1M --max-bytes 16M --warmup 1 --iters 2 --repeats 3)
   net_args=(--sizes 1M,4M,16M,64M,256M --warmup 1 --iters 1 --repeats 2)
+  cross_args=(--sizes 64K,256K,512K,1M,2M,4M --warmup 2 --iters 3 --repeats 3)
   bf16_args=(--sizes 16M,64M --warmup 1 --iters 2 --repeats 2)
-  hier_args=(--sizes 1M,16M --warmup 1 --iters 2 --repeats 2)
+  hier_args=(--sizes 256K,1M,16M --warmup 1 --iters 2 --repeats 2)
 else
   small_args=(--min-bytes 4 --max-bytes 512K --warmup 3 --iters 20 --repeats 7)
   large_args=(--min-bytes 1M --max-bytes 256M --warmup 1 --iters 2 --repeats 7)
   net_args=(--sizes 1M,4M,16M,64M,256M --warmup 1 --iters 2 --repeats 3)
+  cross_args=(--sizes 64K,256K,512K,1M,2M,4M --warmup 2 --iters 5 --repeats 5)
   bf16_args=(--sizes 16M,64M,256M --warmup 1 --iters 2 --repeats 3)
-  hier_args=(--sizes 1M,4M,16M,64M --warmup 1 --iters 2 --repeats 3)
+  hier_args=(--sizes 256K,1M,4M,16M,64M --warmup 1 --iters 2 --repeats 3)
 fi
 
 for np in 2 4; do
@@ -116,7 +120,11 @@ if [[ $cluster -eq 1 ]]; then
   for mtu in $mtus; do
     for nodes in $nodes_list; do
       cluster_up "$nodes" --nodes "$nodes" --link-rate "$link_rate" --mtu "$mtu"
+      echo "## link_baseline n$nodes mtu$mtu ($(date -u +%H:%M:%S) UTC, load: $(cut -d' ' -f1-3 /proc/loadavg))"
+      python3 "$root/scripts/bench/link_baseline.py"
+      echo
       bench_run "cluster_n${nodes}_mtu$mtu" "$nodes" -- --algo mpi,ring,ps,rd "${net_args[@]}"
+      bench_run "cluster_n${nodes}_mtu${mtu}_small" "$nodes" -- --algo mpi,ring,rd,ps,auto "${cross_args[@]}"
       # 16-bit transport against fp32, same run, on the commonest setting: two nodes.
       if [[ $nodes -eq 2 ]]; then
         bench_run "cluster_n2_mtu${mtu}_bf16" 2 -- --algo ring --compress none,bf16,fp16 "${bf16_args[@]}"
@@ -125,7 +133,7 @@ if [[ $cluster -eq 1 ]]; then
     # Two ranks per node: hier against the flat ring (ranks 0,1 on node 0 and 2,3 on node
     # 1, the flat ring's best placement: two of its four hops cross the network) and MPI.
     cluster_up 4 --nodes 2 --slots 2 --link-rate "$link_rate" --mtu "$mtu"
-    bench_run "cluster_2x2_mtu$mtu" 4 --map-by slot -- --algo mpi,ring,hier "${hier_args[@]}"
+    bench_run "cluster_2x2_mtu$mtu" 4 --map-by slot -- --algo mpi,ring,hier,rd "${hier_args[@]}"
   done
   "$cluster_sh" down
 fi

@@ -10,11 +10,14 @@
 // - several hosts (scripts/mpirun/cluster.sh, 4 namespaces, 1 Gbit/s tbf links): rd is
 //   1.5-3x faster than the ring up to 512 KiB (latency-bound, ~1 ms per round on the
 //   loaded emulation), level at 1 MiB, and the ring 1.3-1.5x faster from 2 MiB on.
-// Hence rd below 4 MiB on one host and below 1 MiB across hosts, the ring above.
-// Rechecked on 2026-11-23 with the eager-sized network chunks (docs/benchmarks/
-// allreduce-cluster-sweep.txt, loaded machine): from 1 MiB on the ring beats rd, ps and
-// MPI_Allreduce at 2, 3 and 4 nodes and both MTUs (1 MiB: ring 7.9 / 7.9 / 17.7 ms, rd
-// 11.0 / 23.0 / 31.4 ms at np 2 / 3 / 4); sizes below 1 MiB were not re-measured.
+// Hence rd below 4 MiB on one host, the ring above.
+// Across hosts the eager-sized network chunks (65408 B) moved the crossover down.
+// Re-measured on 2026-11-23 (docs/benchmarks/allreduce-targets.md, section 5; bench lock
+// held, load 3-16): at 3 nodes the ring beats rd from 64 KiB on (256 KiB: 7.4 against
+// 8.3 ms, 512 KiB: 5.1 against 12.1 ms, MTU 1500); at 2 nodes the two move the same bytes
+// and are level from 256 KiB (ring 2.0 / 4.0 / 8.1 ms, rd 2.1 / 4.1 / 9.6 ms at 256 KiB /
+// 512 KiB / 1 MiB), rd ahead below (64 KiB: 0.09 against 0.18 ms). Hence the ring from
+// 256 KiB across hosts, rd below.
 // With several ranks on more than one node, hier sends each vector over a node's link
 // once instead of once per rank (docs/benchmarks/allreduce-emulated-cluster.txt).
 #include "collectives/AllreduceTuning.h"

@@ -30,7 +30,7 @@ struct AllreduceTuning {
   // auto: below these sizes use `rd`, from them on the ring; one threshold for ranks
   // spread over several hosts (network), one for all ranks on one host (shared memory).
   // Measured crossovers, see AllreduceTuning.cpp.
-  std::size_t auto_ring_min_bytes = 1024 * 1024;
+  std::size_t auto_ring_min_bytes = 256 * 1024;
   std::size_t auto_ring_min_bytes_single_host = 4 * 1024 * 1024;
 };
 

@@ -7,6 +7,7 @@
 
 #include "collectives/Mpi.h"
 
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <vector>
@@ -39,11 +40,15 @@ class HierarchicalAllreduce {
  private:
   // (Re)allocates the shared window when `count` floats do not fit: every rank gets an
   // input segment, the leader a result segment after its own.
-  void reserve(std::size_t count);
+  void reserve(std::size_t count, TrafficStats& stats);
   void release() noexcept;
-  // Barrier over the node with the window's memory synchronised; `sleepy` waits by
-  // polling with short sleeps (the non-leaders during the network phase).
-  void node_barrier(TrafficStats& stats, bool sleepy);
+  // Barrier over the node with the window's memory synchronised.
+  void node_barrier(TrafficStats& stats);
+  // Node rank r's counter (0: the leader's `done`, h >= 1: helper h's `summed`).
+  std::uint32_t* counter(int node_rank) const;
+  // Waits until node rank r's counter reaches `target` (see SharedCounter), then
+  // synchronises the window's memory.
+  void wait_for(int node_rank, std::uint32_t target, TrafficStats& stats);
 
   MPI_Comm node_comm_;
   MPI_Comm leader_comm_;
@@ -55,6 +60,8 @@ class HierarchicalAllreduce {
   std::size_t capacity_ = 0;     // floats per input segment
   std::vector<float*> inputs_;   // node rank j's input segment
   float* result_ = nullptr;      // the node sum, then the global result
+  std::uint32_t* counters_ = nullptr;  // in the leader's segment, kCounterStride apart
+  std::uint32_t pieces_done_ = 0;      // pieces of all calls since the window was made
 };
 
 }  // namespace ringtrain

@@ -88,7 +88,7 @@ MpiCommunicator::~MpiCommunicator() {
 
 RingOptions MpiCommunicator::ring_options(bool network) const {
   return RingOptions{network ? tuning_.ring_chunk_bytes_network : tuning_.ring_chunk_bytes,
-                     tuning_.ring_recv_depth};
+                     tuning_.ring_recv_depth, /*chunk_is_limit=*/network};
 }
 
 AllreduceAlgo MpiCommunicator::resolve(AllreduceAlgo algo, std::size_t bytes,

@@ -70,6 +70,7 @@ class RingRun {
     chunk_elems_ = std::max<std::size_t>(1, options.chunk_bytes / element_bytes_);
     chunk_elems_ = std::min<std::size_t>(chunk_elems_, 1u << 29);  // pieces < 2^30: int counts
     depth_ = std::max(1, options.recv_depth);
+    chunk_is_limit_ = options.chunk_is_limit;
   }
 
   void run() {
@@ -149,8 +150,14 @@ class RingRun {
 
   // Chunk length for a segment of `n` elements. A segment of up to two chunks goes whole:
   // measured on shared memory (np 2, 4 and 8 MiB), a segment cut into exactly two large
-  // chunks ran 10-50% slower than the same segment whole or cut into four or more.
-  std::size_t piece_length(std::size_t n) const { return n <= 2 * chunk_elems_ ? n : chunk_elems_; }
+  // chunks ran 10-50% slower than the same segment whole or cut into four or more. Not
+  // when the chunk is a limit (across hosts): there a whole 87 KiB segment (256 KiB at
+  // np 3) crossed the TCP eager limit and took 7.4 ms against 5.1 ms for 512 KiB
+  // (docs/benchmarks/allreduce-targets.md).
+  std::size_t piece_length(std::size_t n) const {
+    if (n <= chunk_elems_) return n;
+    return !chunk_is_limit_ && n <= 2 * chunk_elems_ ? n : chunk_elems_;
+  }
 
   template <class F>
   void for_each_chunk(std::pair<std::size_t, std::size_t> range, F&& f) const {
@@ -258,6 +265,7 @@ class RingRun {
   std::size_t chunk_elems_ = 1;
   std::size_t slot_elems_ = 1;
   int depth_ = 2;
+  bool chunk_is_limit_ = false;
   std::vector<RingItem> recvs_;
   std::vector<MPI_Request> recv_requests_;
   std::deque<PendingSend> sends_;

@@ -24,6 +24,10 @@ struct RingOptions {
   std::size_t chunk_bytes = 1024 * 1024;
   // Receives posted ahead (2 = double-buffered).
   int recv_depth = 2;
+  // No message larger than chunk_bytes: across hosts the chunk is kept below the TCP
+  // eager limit, and a segment sent whole past it pays the rendezvous handshake the chunk
+  // size exists to avoid. Otherwise a segment of up to two chunks goes whole.
+  bool chunk_is_limit = false;
 };
 
 // data <- (sum over the ranks of `comm`) * scale. Every rank passes the same data.size(),
