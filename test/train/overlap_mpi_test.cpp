@@ -64,7 +64,7 @@ void check_bit_identical(const Variant& v) {
     c.allreduce = v.algo;
     c.compress = v.compress;
     c.accumulate = v.accumulate;
-    c.overlap = overlap;
+    c.overlap = overlap ? "on" : "off";
     c.tensorboard = false;  // not what is tested; keeps each run short
     // lenet5's 61706 parameters in 24 buckets, so backward hands most of them over while
     // it still runs (the default 4 MiB would be a single bucket).
