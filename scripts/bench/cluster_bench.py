@@ -3,8 +3,8 @@
 Brings up scripts/mpirun/cluster.sh with NODES network namespaces joined by links shaped to
 --link-rate (MTU --mtu), one rank and one thread per node on both sides:
 - ringtrain through `cluster.sh run` (mpirun over TCP on the emulated subnet), with overlap
-  on (the default) and, as a reference, --overlap off; with --compress bf16 too when the
-  binary has that flag;
+  on (what --overlap auto picks across nodes) and, as a reference, --overlap off; with
+  --compress bf16 too when the binary has that flag;
 - PyTorch DDP over gloo, its default buckets, one process per node started inside the node's
   namespace with MASTER_ADDR = node 0's address; with fp16_compress_hook as DDP's compression.
 Sides run interleaved (ABBA), repeated; reported: medians [min-max] of images/s, paired
