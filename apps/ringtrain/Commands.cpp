@@ -199,8 +199,8 @@ void Commands::add_train(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(-1, 1 << 30));
   t->add_option("--straggler-ms", c.straggler_ms,
-                "async experiments: the last worker sleeps this many milliseconds after each gradient, an emulated "
-                "slower node (0: off)")
+                "Experiments: the last rank (in async mode a worker) sleeps this many milliseconds after each "
+                "gradient, an emulated slower node (0: off)")
       ->capture_default_str();
   // Flags of the other mode are mistakes, not no-ops: say so before MPI starts.
   t->parse_complete_callback([this, t] {
@@ -208,9 +208,8 @@ void Commands::add_train(CLI::App& app) {
       throw CLI::ValidationError("--mode async", "--allreduce and --bucket-mb apply to --mode sync; --mode async "
                                                  "exchanges gradients through its parameter servers");
     }
-    if (train_config_.mode == "sync" &&
-        (t->count("--servers") > 0 || t->count("--max-staleness") > 0 || t->count("--straggler-ms") > 0)) {
-      throw CLI::ValidationError("--mode sync", "--servers, --max-staleness and --straggler-ms apply to --mode async");
+    if (train_config_.mode == "sync" && (t->count("--servers") > 0 || t->count("--max-staleness") > 0)) {
+      throw CLI::ValidationError("--mode sync", "--servers and --max-staleness apply to --mode async");
     }
   });
   t->add_option("--eval-every", c.eval_every, "Evaluate every N epochs (0: only at the end)")->capture_default_str();

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Run a grid of ringtrain trainings (batch sizes x ranks x processes per node x all-reduce
-# x checkpointing x repeats), one run directory each, then tabulate and plot them.
+# Run a grid of ringtrain trainings (batch sizes x ranks x processes per node x training
+# mode and all-reduce x checkpointing x repeats), one run directory each, then tabulate and
+# plot them.
 #
 # usage: sweep.sh [options] [-- extra train flags]
 #   sweep.sh --batch-sizes 32,64,128 --ranks 1,2 --epochs 3 --out sweeps/bs
 #   sweep.sh --ranks 1,2,4 --batch-sizes 256 --scaling strong --out sweeps/strong -- --lr 0.1
+#   sweep.sh --ranks 3 --modes sync,async,ssp2 --allreduce ring,ps --out sweeps/modes
 # A failed run is recorded (status, exit code, log) and the sweep goes on; re-running the
 # same command skips the runs that finished (summary.json present) and retries the rest.
 set -euo pipefail
@@ -21,11 +23,19 @@ Grid (comma-separated lists; every combination runs)
   --ranks LIST           rank counts (default 1)
   --ppn LIST             processes per node (default: all ranks on one node, or spread
                          over the hostfile); combinations that cannot be placed are skipped
-  --allreduce LIST       ring, mpi, ps, rd (default ring)
+  --allreduce LIST       ring, mpi, ps, rd (default ring): the all-reduce of sync runs
+  --modes LIST           sync, async, ssp<K> (default sync). sync: one run per --allreduce;
+                         async: --mode async (no staleness bound); sspK: --mode async
+                         --max-staleness K (ssp0 is synchronous through the servers).
+                         Asynchronous runs need at least --servers + 1 ranks (others are
+                         skipped) and ignore --allreduce
+  --servers S            parameter-server ranks of async/ssp runs (default 1)
   --checkpoint LIST      on, off (default off)
   --scaling weak|strong  weak: per-rank batch = the batch size; strong: global batch =
                          the batch size, per-rank = batch / ranks (must divide) (default weak)
   --repeats R            repeat every combination R times (default 1)
+  --interleave           run repeat 1 of every combination, then repeat 2, ...: timings
+                         compared across combinations then share the background load
 Training
   --model M              (default lenet5)
   --dataset D            (default fashion-mnist)
@@ -44,7 +54,8 @@ Output
   --run-reports          also write each run's report.md and plots/ (run_report.py)
   -h, --help             this text
 
-Each run lives in DIR/<name>/ (name from its parameters, e.g. b64-np2-ppn2-ring-ckptoff-r1)
+Each run lives in DIR/<name>/ (name from its parameters, e.g. b64-np2-ppn2-ring-ckptoff-r1;
+an asynchronous run has its mode where a sync run has its all-reduce: b64-np3-ppn1-ssp2-...)
 with the trainer's files plus launch.log (its output) and sweep-run.json (parameters,
 status, exit code, wall time). At the end scripts/plot/sweep_report.py writes
 DIR/results.csv, DIR/report.md and DIR/plots/. Exit status: 0 if every run succeeded,
@@ -82,6 +93,8 @@ batch_sizes=(64)
 ranks=(1)
 ppns=(auto)
 algos=(ring)
+modes=(sync)
+servers=1
 ckpts=(off)
 scaling=weak
 repeats=1
@@ -91,6 +104,7 @@ epochs=1
 ckpt_every=1
 out=
 dry_run=0
+interleave=0
 report=1
 report_opts=()
 timeout_s=
@@ -111,6 +125,10 @@ while [[ $# -gt 0 ]]; do
       split_list ppns "$2" "$posint" --ppn; shift 2 ;;
     --allreduce) [[ $# -ge 2 ]] || die_usage "$1 needs a value"
       split_list algos "$2" '^(ring|mpi|ps|rd)$' --allreduce; shift 2 ;;
+    --modes) [[ $# -ge 2 ]] || die_usage "$1 needs a value"
+      split_list modes "$2" '^(sync|async|ssp(0|[1-9][0-9]*))$' --modes; shift 2 ;;
+    --servers) [[ $# -ge 2 && $2 =~ $posint ]] || die_usage "--servers wants a positive integer"
+      servers=$2; shift 2 ;;
     --checkpoint) [[ $# -ge 2 ]] || die_usage "$1 needs a value"
       split_list ckpts "$2" '^(on|off)$' --checkpoint; shift 2 ;;
     --scaling) [[ $# -ge 2 && $2 =~ ^(weak|strong)$ ]] || die_usage "--scaling wants weak or strong"
@@ -140,6 +158,7 @@ while [[ $# -gt 0 ]]; do
       timeout_s=$2; shift 2 ;;
     --out) [[ $# -ge 2 && -n $2 ]] || die_usage "$1 needs a value"; out=$2; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
+    --interleave) interleave=1; shift ;;
     --no-report) report=0; shift ;;
     --run-reports) report_opts+=(--run-reports); shift ;;
     -h | --help) usage; exit 0 ;;
@@ -153,9 +172,23 @@ done
 # ---- plan: every valid combination, in a stable order -------------------------------
 names=() ; specs=()
 declare -A seen=()
-for algo in "${algos[@]}"; do
+# The "algo" slot of a run: a sync run's all-reduce, or an asynchronous run's mode (async,
+# sspK), which has no all-reduce.
+slots=()
+for mode in "${modes[@]}"; do
+  if [[ $mode == sync ]]; then
+    for algo in "${algos[@]}"; do [[ " ${slots[*]} " == *" $algo "* ]] || slots+=("$algo"); done
+  else
+    [[ " ${slots[*]} " == *" $mode "* ]] || slots+=("$mode")
+  fi
+done
+for algo in "${slots[@]}"; do
   for ckpt in "${ckpts[@]}"; do
     for np in "${ranks[@]}"; do
+      if [[ $algo == async || $algo == ssp* ]] && ((np <= servers)); then
+        echo "$prog: note: skipping $algo at np=$np (needs more ranks than --servers $servers)" >&2
+        continue
+      fi
       for ppn in "${ppns[@]}"; do
         eff_ppn=$ppn
         if [[ $ppn == auto ]]; then
@@ -170,9 +203,12 @@ for algo in "${algos[@]}"; do
         fi
         for b in "${batch_sizes[@]}"; do
           if [[ $scaling == strong ]]; then
-            ((b % np == 0)) ||
-              die_usage "strong scaling: global batch $b is not divisible by $np ranks"
-            per_rank=$((b / np)); prefix=gb
+            # Asynchronous runs: the workers (not the servers) share the global batch.
+            parts=$np what=ranks
+            [[ $algo == async || $algo == ssp* ]] && parts=$((np - servers)) what=workers
+            ((b % parts == 0)) ||
+              die_usage "strong scaling: global batch $b is not divisible by $parts $what"
+            per_rank=$((b / parts)); prefix=gb
           else
             per_rank=$b; prefix=b
           fi
@@ -191,6 +227,17 @@ for algo in "${algos[@]}"; do
   done
 done
 [[ ${#names[@]} -gt 0 ]] || die_usage "the grid is empty (see the notes above)"
+if ((interleave)); then
+  # Repeat-major order (the repeat is a spec's last field), combinations in grid order.
+  ordered_names=() ordered_specs=()
+  for ((rep = 1; rep <= repeats; rep++)); do
+    for i in "${!names[@]}"; do
+      [[ ${specs[$i]##* } == "$rep" ]] || continue
+      ordered_names+=("${names[$i]}"); ordered_specs+=("${specs[$i]}")
+    done
+  done
+  names=("${ordered_names[@]}") specs=("${ordered_specs[@]}")
+fi
 
 # The launcher and train command of run $1 (its spec fields), into the array `cmd`.
 build_cmd() {
@@ -198,7 +245,12 @@ build_cmd() {
   cmd=("${launcher[@]}" -np "$np")
   [[ $ppn != - ]] && cmd+=(--ppn "$ppn")
   cmd+=("${launch_opts[@]}" -- train --model "$model" --dataset "$dataset" --epochs "$epochs"
-    --batch-size "$per_rank" --run-dir "$run_dir" --allreduce "$algo")
+    --batch-size "$per_rank" --run-dir "$run_dir")
+  case $algo in
+    async) cmd+=(--mode async --servers "$servers") ;;
+    ssp*) cmd+=(--mode async --servers "$servers" --max-staleness "${algo#ssp}") ;;
+    *) cmd+=(--allreduce "$algo") ;;
+  esac
   if [[ $ckpt == on ]]; then
     cmd+=(--checkpoint-every "$ckpt_every" --checkpoint-dir "$run_dir/checkpoints")
   fi
@@ -222,6 +274,7 @@ mkdir -p "$out"
 {
   printf '{"scaling": %s, "model": %s, "dataset": %s, "epochs": %s, "repeats": %s,\n' \
     "$(json_str "$scaling")" "$(json_str "$model")" "$(json_str "$dataset")" "$epochs" "$repeats"
+  printf ' "modes": %s, "servers": %s,\n' "$(json_str "${modes[*]}")" "$servers"
   # How the runs were launched (paths inside the repository shown relative to it), so a report
   # can say e.g. that they ran on an emulated cluster with 1 Gbit/s links.
   repo=$(cd "$here/../.." && pwd)
@@ -270,6 +323,13 @@ for i in "${!names[@]}"; do
   fi
   wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
   global=$((per_rank * np))
+  [[ $algo == async || $algo == ssp* ]] && global=$((per_rank * (np - servers)))  # one round
+  # An asynchronous run: its mode, servers and staleness bound instead of an all-reduce.
+  case $algo in
+    async) rec_mode='"async"' rec_algo=null rec_servers=$servers rec_k=-1 ;;
+    ssp*) rec_mode='"async"' rec_algo=null rec_servers=$servers rec_k=${algo#ssp} ;;
+    *) rec_mode='"sync"' rec_algo=$(json_str "$algo") rec_servers=null rec_k=null ;;
+  esac
   rec_ppn=$ppn
   if [[ $ppn == - ]]; then
     rec_ppn=null
@@ -281,8 +341,8 @@ for i in "${!names[@]}"; do
     printf ' "batch_size": %s, "scaling": %s, "per_rank_batch": %s,\n' \
       "$b" "$(json_str "$scaling")" "$per_rank"
     printf ' "global_batch": %s, "np": %s, "ppn": %s, "allreduce": %s, "checkpoint": %s,\n' \
-      "$global" "$np" "$rec_ppn" \
-      "$(json_str "$algo")" "$(json_str "$ckpt")"
+      "$global" "$np" "$rec_ppn" "$rec_algo" "$(json_str "$ckpt")"
+    printf ' "mode": %s, "servers": %s, "max_staleness": %s,\n' "$rec_mode" "$rec_servers" "$rec_k"
     printf ' "repeat": %s, "status": %s, "exit_code": %s, "launcher_wall_s": %s,\n' \
       "$rep" "$(json_str "$status")" "$rc" "$wall"
     printf ' "started": %s, "log": "launch.log", "command": %s}\n' \

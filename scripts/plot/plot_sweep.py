@@ -5,7 +5,9 @@ repeats, the error bars one standard deviation), and each run's accuracy per epo
 against wall time (convergence, time to accuracy).
 
 Also each run's time split (compute, all-reduce, MPI waits; mean over ranks) next to the MB
-each rank sent: the picture of parameter server vs ring and of a slow network.
+each rank sent: the picture of parameter server vs ring and of a slow network; and, when the
+sweep has more than one training mode, the training loss against time of each mode (sync vs
+async: the asynchronous curves are noisier and, with a straggler, further along in time).
 
 usage: plot_sweep.py SWEEP_DIR [--out DIR]   (default DIR: SWEEP_DIR/plots)
 """
@@ -254,6 +256,55 @@ def plot_time_split(rows, sweep_dir, out_path):
     return out_path
 
 
+def plot_loss_vs_time(rows, sweep_dir, out_path):
+    """Training loss against wall time, one line per mode (first repeat of each run): every
+    step record of the training ranks (an async run's workers all together). None unless the
+    sweep has two or more modes."""
+    ok = [r for r in rows if r.get("status") == "ok" and (r.get("repeat") or 1) == 1]
+    if len({r.get("mode") for r in ok}) < 2 or len(ok) > MAX_CURVES:
+        return None
+    others = sweepdata.varying(ok, exclude=("mode", "allreduce", "repeat"))
+    scaling = ok[0].get("scaling") or "weak"
+    batch_word = "global" if scaling == "strong" else "per rank"
+    fig, ax = plt.subplots(figsize=(9, 5))
+    drawn = 0
+    for i, r in enumerate(ok):
+        pts = rundata.Run(os.path.join(sweep_dir, r["name"])).loss_over_time()
+        if len(pts) < 2:
+            continue
+        label = str(r.get("mode"))
+        if others:
+            label += ", " + _series_label(r, others, batch_word)
+        color = plt.get_cmap("tab10")(i % 10)
+        ts, losses = [p[0] for p in pts], [p[1] for p in pts]
+        # Each record faint (the noise is part of the comparison), and a running mean over
+        # about a fortieth of the run on top so that the modes can be told apart.
+        ax.plot(ts, losses, "-", color=color, lw=0.5, alpha=0.2)
+        w = max(1, len(pts) // 40)
+        cum = [0.0]
+        for v in losses:
+            cum.append(cum[-1] + v)
+        mean = [(cum[j + 1] - cum[max(0, j + 1 - w)]) / (j + 1 - max(0, j + 1 - w))
+                for j in range(len(losses))]
+        ax.plot(ts, mean, LINESTYLES[(i // 10) % 4], color=color, lw=1.8, label=label)
+        drawn += 1
+    if drawn < 2:
+        plt.close(fig)
+        return None
+    ax.set_xlabel("wall time since training start (s)")
+    ax.set_ylabel("training loss (faint: each step record; line: running mean)")
+    ax.set_xlim(left=0)
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=9)
+    ax.set_title(f"Training loss against time, per mode\n{ok[0].get('model') or ''} on "
+                 f"{ok[0].get('dataset') or ''}")
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=DPI)
+    plt.close(fig)
+    return out_path
+
+
 def plot_sweep(rows, out_dir, sweep_dir=None):
     os.makedirs(out_dir, exist_ok=True)
     made = {}
@@ -273,6 +324,9 @@ def plot_sweep(rows, out_dir, sweep_dir=None):
         p = plot_time_split(rows, sweep_dir, os.path.join(out_dir, "time_split.png"))
         if p:
             made["time_split"] = p
+        p = plot_loss_vs_time(rows, sweep_dir, os.path.join(out_dir, "loss_vs_time.png"))
+        if p:
+            made["loss_vs_time"] = p
     return made
 
 

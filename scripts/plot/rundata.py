@@ -115,6 +115,30 @@ class Run:
                          "elapsed_s": _num(e.get("t"))})
         return rows
 
+    def training_ranks(self):
+        """The ranks that compute gradients: an async run's workers (summary.json's roles, else
+        the ranks after config.json's servers), every rank of a sync run."""
+        roles = {r.get("rank"): r.get("role") for r in (self.summary_file or {}).get("ranks", []) or []}
+        if any(v == "worker" for v in roles.values()):
+            return sorted(r for r, v in roles.items() if v == "worker")
+        if self.config.get("mode") == "async":
+            return [r for r in self.ranks if r >= int(self.config.get("servers") or 1)]
+        return self.ranks
+
+    def loss_over_time(self):
+        """(t, mean training loss) of every step record of the training ranks, by time: rank
+        0's in a sync run (every rank logs the same mean), every worker's in an async run."""
+        ranks = self.training_ranks()
+        if self.config.get("mode") != "async" and (self.summary_file or {}).get("mode") != "async":
+            ranks = ranks[:1]
+        pts = []
+        for r in ranks:
+            for s in self.of_type(r, "step"):
+                t, loss = _num(s.get("t")), _num(s.get("loss"))
+                if t is not None and loss is not None:
+                    pts.append((t, loss))
+        return sorted(pts)
+
     def rank_totals(self, rank):
         """One rank's totals: summary.json's entry where present, else summed from its log."""
         entry = {}
@@ -171,6 +195,8 @@ class Run:
         if hidden is None and phases.get("exposed_comm") is not None and phases.get("allreduce"):
             hidden = max(0.0, 1.0 - phases["exposed_comm"] / phases["allreduce"])
         return {"rank": rank, "host": host, "wall_s": wall, "phases_s": phases,
+                "role": entry.get("role"), "steps_per_s": _num(entry.get("steps_per_s")),
+                "steps": _num(entry.get("steps")),
                 "hidden_comm_share": hidden,
                 "peak_rss_mb": peak, "mean_cpu_percent": cpu,
                 "mb_sent": mb("mb_sent", "bytes_sent"),

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Tabulates a sweep directory: results.csv (one row per run), report.md (the course-report
-tables: ranks, batch size, network, communication share, checkpoint cost, failures) and
-the sweep plots under plots/.
+tables: training modes, ranks, batch size, network, communication share, checkpoint cost,
+failures) and the sweep plots under plots/.
 
 usage: sweep_report.py SWEEP_DIR [--no-plots] [--run-reports]
 """
@@ -43,6 +43,42 @@ def per_rank_cell(values, digits=1):
 
 def grid_cells(g, keys):
     return [fmt(g.get(k)) for k, _ in keys]
+
+
+def section_modes(ok):
+    """The sync-vs-async study's table, one row per mode (and whatever else varies)."""
+    modes = {r.get("mode") for r in ok}
+    if len(modes) < 2 and not any(not str(r.get("mode") or "sync").startswith("sync") for r in ok):
+        return None
+    others = sweepdata.varying(ok, exclude=("mode", "allreduce", "repeat"))
+    groups = sweepdata.aggregate(ok, [k for k, _ in others] + ["mode"])
+    header = [t for _, t in others] + ["Mode", "Steps/s per worker", "Time per epoch (s)",
+                                       "Final loss", "Accuracy (%)", "CPU (%)",
+                                       "MB/s per node", "Staleness: max seen (bound)"]
+    body = []
+    for g in groups:
+        rates = g.get("worker_steps_per_s") or []
+        per_worker = fmt(g.get("steps_per_s"), 1)
+        if len(rates) > 1:
+            per_worker += f" ({per_rank_cell(rates, 1)})"
+        k = g.get("max_staleness")
+        bound = "" if k is None else ("none" if k < 0 else fmt(int(k)))
+        stale = "" if g.get("staleness_max") is None else f"{g['staleness_max']} ({bound})"
+        body.append(grid_cells(g, others) + [
+            g.get("mode") or "", per_worker, mean_sd(g, "epoch_s"),
+            fmt(g.get("final_train_loss"), 4), pct(g.get("test_accuracy"), 2),
+            fmt(g.get("mean_cpu_percent"), 1), per_rank_cell(g.get("mb_per_s_per_node") or []),
+            stale])
+    return ("## Modes: synchronous vs asynchronous\n\n"
+            "*Steps/s per worker*: gradients each training rank computes per second of "
+            "training (evaluation and checkpoints left out), the mean over workers with each "
+            "worker's own rate in brackets for asynchronous runs; a sync run's ranks all take "
+            "its optimizer steps. *Time per epoch*: rank 0's training time over the epochs. "
+            "*Final loss*: the last epoch's training loss. *CPU*: mean over ranks (100% = one "
+            "core). *MB/s per node*: MB sent plus received over the run's wall time, node 0 "
+            "first (with a parameter server, node 0 holds it). *Staleness*: the largest "
+            "staleness of any applied gradient in summary.json's histogram, and the bound "
+            "`--max-staleness` set (none: unbounded; 63+ is the histogram's last bucket, 63 or more).\n\n" + table(header, body))
 
 
 def section_ranks(ok):
@@ -185,7 +221,8 @@ def write_report(sweep_dir, rows, plots, path):
     sections = []
     if ok:
         keys = sweepdata.varying(ok, exclude=("repeat",)) or [("ranks", "Ranks")]
-        sections += [section_ranks(ok), section_batch(ok), section_network(ok, keys),
+        sections += [section_modes(ok), section_ranks(ok), section_batch(ok),
+                     section_network(ok, keys),
                      section_share(ok, keys), section_checkpoint(ok)]
     sections += [section_failures(rows), section_runs(rows, sweep_dir)]
     for s in sections:
@@ -196,7 +233,8 @@ def write_report(sweep_dir, rows, plots, path):
         titles = {"batch_size": "Accuracy and time against batch size",
                   "ranks": "Accuracy and time against the number of ranks",
                   "convergence": "Accuracy per epoch and against time, per run",
-                  "time_split": "Each run's time split and MB sent per rank"}
+                  "time_split": "Each run's time split and MB sent per rank",
+                  "loss_vs_time": "Training loss against time, per mode"}
         for kind, p in plots.items():
             rel = os.path.relpath(p, sweep_dir)
             out += [f"![{titles.get(kind, kind)}]({rel})", ""]

@@ -13,16 +13,46 @@ import rundata
 # results.csv, in order. Per-rank lists are ';'-joined, rank 0 first.
 COLUMNS = [
     "name", "model", "dataset", "scaling", "batch_size", "per_rank_batch", "global_batch",
-    "ranks", "ppn", "nodes", "allreduce", "checkpoint", "repeat", "status", "exit_code",
+    "ranks", "ppn", "nodes", "allreduce", "mode", "servers", "max_staleness", "checkpoint",
+    "repeat", "status", "exit_code",
     "wall_s", "launcher_wall_s", "rank_wall_s", "final_train_loss", "final_test_loss",
     "test_accuracy", "test_error", "images_per_s", "peak_rss_mb", "mean_cpu_percent",
     "mb_sent_per_rank", "mb_received_per_rank", "allreduce_share", "wait_share",
-    "checkpoint_s", "epochs_completed", "steps", "error_message",
+    "steps_per_s", "worker_steps_per_s", "epoch_s", "mb_per_s_per_node", "staleness_max",
+    "staleness_histogram", "checkpoint_s", "epochs_completed", "steps", "error_message",
 ]
 
 # Grid parameters a table may group by, with their column titles.
 GRID_KEYS = [("batch_size", "Batch size"), ("ranks", "Ranks"), ("ppn", "PPN"),
-             ("allreduce", "All-reduce"), ("checkpoint", "Checkpoint")]
+             ("allreduce", "All-reduce"), ("mode", "Mode"), ("checkpoint", "Checkpoint")]
+
+
+def mode_label(mode, allreduce, max_staleness):
+    """How a report names a run's training mode: 'sync ring', 'sync ps', 'async' (no
+    staleness bound) or 'SSP K=2' (--max-staleness 2; K=0 is synchronous through the servers)."""
+    if mode != "async":
+        return f"sync {allreduce}" if allreduce else "sync"
+    k = None if max_staleness is None else int(max_staleness)
+    return "async" if k is None or k < 0 else f"SSP K={k}"
+
+
+def _histogram(h):
+    """summary.json's {"0": n, "1": n, ..., "63+": n} as sorted (staleness, count)."""
+    out = []
+    for k, v in (h or {}).items():
+        try:
+            out.append((int(str(k).rstrip("+")), int(v)))
+        except (TypeError, ValueError):
+            continue
+    return sorted(out)
+
+
+def _training_seconds(rank):
+    """A rank's wall time less its evaluation and checkpoint time."""
+    wall, ph = rank.get("wall_s"), rank.get("phases_s") or {}
+    if not wall:
+        return None
+    return wall - (ph.get("eval") or 0.0) - (ph.get("checkpoint") or 0.0)
 
 
 def _error_message(log_path):
@@ -39,6 +69,11 @@ def _error_message(log_path):
             if re.search(pattern, ln, re.I):
                 return ln[:240]
     return lines[-1][:240] if lines else ""
+
+
+# Columns that hold ';'-joined per-rank (or per-worker, per-node) figures.
+PER_RANK_LISTS = ("rank_wall_s", "mb_sent_per_rank", "mb_received_per_rank",
+                  "worker_steps_per_s", "mb_per_s_per_node")
 
 
 def load_row(run_dir):
@@ -74,6 +109,44 @@ def load_row(run_dir):
     ckpt_s = [(r.get("phases_s") or {}).get("checkpoint") for r in rank_rows]
     ckpt_s = [c for c in ckpt_s if c is not None]
     acc = rundata._num(s.get("final_test_accuracy"))
+    mode = rec.get("mode") or cfg.get("mode") or s.get("mode") or "sync"
+    servers = rec.get("servers") or cfg.get("servers") or s.get("servers")
+    k = rec.get("max_staleness")
+    if k is None:
+        k = cfg.get("max_staleness", s.get("max_staleness"))
+    algo = rec.get("allreduce") if "allreduce" in rec else cfg.get("allreduce")
+    if mode == "async":
+        algo = None  # the servers exchange the gradients, no all-reduce
+    else:
+        servers = k = None
+    # Steps/s per training rank, over training time (evaluation and checkpoints left out):
+    # an async worker's own figure from summary.json; a sync run's optimizer steps, which
+    # every rank takes, over rank 0's training time.
+    steps = s.get("steps")
+    worker_rates = []
+    if mode == "async":
+        worker_rates = [r["steps_per_s"] for r in rank_rows if r.get("role") == "worker"
+                        and r.get("steps_per_s") is not None]
+    elif steps and rank_rows:
+        secs = _training_seconds(rank_rows[0])
+        if secs:
+            worker_rates = [steps / secs]
+    epochs_done = s.get("epochs_completed")
+    train_s = _training_seconds(rank_rows[0]) if rank_rows else None
+    # Traffic per node: each rank's MB in and out over its wall time, summed over the ranks
+    # of a node (ranks fill nodes in order, ppn at a time).
+    node_rates = []
+    for i, r in enumerate(rank_rows):
+        if r.get("wall_s") and r.get("mb_sent") is not None and r.get("mb_received") is not None:
+            node = i // ppn if ppn else i
+            while len(node_rates) <= node:
+                node_rates.append(0.0)
+            node_rates[node] += (r["mb_sent"] + r["mb_received"]) / r["wall_s"]
+    hist = _histogram(s.get("staleness_histogram")) if mode == "async" else []
+    seen = [st for st, n in hist if n > 0]
+    # The trainer's last bucket ("63+") counts everything at or past it.
+    open_end = any(str(key).endswith("+") and n for key, n in
+                   (s.get("staleness_histogram") or {}).items()) if mode == "async" else False
 
     def joined(key):
         vals = [r.get(key) for r in rank_rows]
@@ -86,8 +159,8 @@ def load_row(run_dir):
         "dataset": cfg.get("dataset") or rec.get("dataset"), "scaling": scaling,
         "batch_size": batch,
         "per_rank_batch": per_rank, "global_batch": global_b, "ranks": ranks, "ppn": ppn,
-        "nodes": nodes, "allreduce": rec.get("allreduce") or cfg.get("allreduce"),
-        "checkpoint": ckpt, "repeat": rec.get("repeat") or 1, "status": status,
+        "nodes": nodes, "allreduce": algo, "mode": mode_label(mode, algo, k),
+        "servers": servers, "max_staleness": k, "checkpoint": ckpt, "repeat": rec.get("repeat") or 1, "status": status,
         "exit_code": rec.get("exit_code"),
         "wall_s": rundata._num(s.get("wall_s")) if run.records or run.summary_file else None,
         "launcher_wall_s": rundata._num(rec.get("launcher_wall_s")),
@@ -100,6 +173,13 @@ def load_row(run_dir):
         "mean_cpu_percent": sum(cpus) / len(cpus) if cpus else None,
         "mb_sent_per_rank": joined("mb_sent"), "mb_received_per_rank": joined("mb_received"),
         "allreduce_share": ar_share, "wait_share": wait_share,
+        "steps_per_s": sum(worker_rates) / len(worker_rates) if worker_rates else None,
+        "worker_steps_per_s": ";".join(f"{v:.3f}" for v in worker_rates)
+        if mode == "async" and worker_rates else None,
+        "epoch_s": train_s / epochs_done if train_s and epochs_done else None,
+        "mb_per_s_per_node": ";".join(f"{v:.3f}" for v in node_rates) if node_rates else None,
+        "staleness_max": (f"{max(seen)}+" if open_end else max(seen)) if seen else None,
+        "staleness_histogram": ";".join(f"{st}:{n}" for st, n in hist) if hist else None,
         "checkpoint_s": max(ckpt_s) if ckpt_s else None,
         "epochs_completed": s.get("epochs_completed"), "steps": s.get("steps"),
         "error_message": "" if status == "ok" else _error_message(
@@ -119,13 +199,23 @@ def load_sweep(sweep_dir):
             continue
         rows.append(load_row(d))
     rows.sort(key=lambda r: tuple(_sort_key(r.get(k)) for k in
-                                  ("allreduce", "checkpoint", "ranks", "ppn", "batch_size",
-                                   "repeat")))
+                                  ("mode", "allreduce", "checkpoint", "ranks", "ppn",
+                                   "batch_size", "repeat")))
     return rows
 
 
 def _sort_key(v):
-    return (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))
+    if isinstance(v, (int, float)):
+        return (0, v, "")
+    s = str(v)
+    # Training modes from the most to the least synchronous: sync ..., SSP K=0, 1, ..., async.
+    if s.startswith("SSP K=") and s[6:].isdigit():
+        return (2, 1 + int(s[6:]), s)
+    if s == "async":
+        return (2, float("inf"), s)
+    if s.startswith("sync"):
+        return (2, 0, s)
+    return (1, 0, s)
 
 
 def per_rank_list(value):
@@ -142,6 +232,14 @@ def varying(rows, exclude=()):
             continue
         if len({str(r.get(k)) for r in rows}) > 1:
             keys.append((k, title))
+    # A run's mode names its all-reduce too ('sync ps'): one column, not two. Sweeps of sync
+    # runs alone keep the all-reduce column they always had.
+    names = [k for k, _ in keys]
+    if "mode" in names and "allreduce" in names:
+        if any(r.get("mode") and not str(r["mode"]).startswith("sync") for r in rows):
+            keys = [(k, t) for k, t in keys if k != "allreduce"]
+        else:
+            keys = [(k, t) for k, t in keys if k != "mode"]
     # Ranks per node that follow from the rank count (all on one host: ppn = ranks) add
     # nothing to a table or a legend; keep them only when they vary independently.
     names = [k for k, _ in keys]
@@ -168,13 +266,18 @@ def aggregate(rows, group_keys):
         g["n"] = len(members)
         for col in COLUMNS:
             vals = [m.get(col) for m in members]
-            if col in ("rank_wall_s", "mb_sent_per_rank", "mb_received_per_rank"):
+            if col in PER_RANK_LISTS:
                 lists = [per_rank_list(v) for v in vals if v]
                 if lists:
                     width = max(len(x) for x in lists)
                     g[col] = [_mean([x[i] for x in lists if i < len(x)]) for i in range(width)]
                 else:
                     g[col] = []
+                continue
+            if col == "staleness_max":  # the largest over the repeats, "63+" beyond them all
+                seen = [v for v in vals if v is not None]
+                opened = [v for v in seen if isinstance(v, str)]
+                g[col] = opened[0] if opened else (max(seen) if seen else None)
                 continue
             nums = [v for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
             if nums and col not in group_keys:

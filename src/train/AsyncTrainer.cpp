@@ -5,7 +5,6 @@
 #include "train/AsyncTrainer.h"
 
 #include <algorithm>
-#include <ctime>
 
 #include <fmt/format.h>
 
@@ -14,22 +13,10 @@
 #include "train/CheckpointIo.h"
 #include "train/Evaluate.h"
 #include "train/StopSignals.h"
+#include "train/TrainerShared.h"
 #include "train/Versions.h"
 
 namespace ringtrain {
-namespace {
-
-std::string default_run_dir(const std::string& model, int world) {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::localtime_r(&now, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  return fmt::format("runs/{}-{}-np{}-async", stamp, model, world);
-}
-
-}  // namespace
-
 AsyncTrainer::AsyncTrainer(TrainConfig config, Communicator& comm)
     : s_(std::make_unique<State>(std::move(config), comm)) {}
 AsyncTrainer::~AsyncTrainer() = default;
@@ -87,30 +74,15 @@ void AsyncTrainer::State::setup_local() {
   tickets_per_epoch = static_cast<std::int64_t>(batches) * workers;
 }
 
-void AsyncTrainer::State::check_configuration_agrees() {
-  const std::string text = config.fingerprint_text() + "\n" + model->signature();
-  const std::vector<std::uint64_t> all = comm.allgather(fingerprint64(text));
-  std::vector<int> differ;
-  for (int r = 0; r < static_cast<int>(all.size()); ++r) {
-    if (all[static_cast<std::size_t>(r)] != all[0]) differ.push_back(r);
-  }
-  if (!differ.empty()) {
-    throw CollectiveError(fmt::format(
-        "configuration or model differs across ranks: rank(s) {} disagree with rank 0 (every rank must get the "
-        "same flags and data shape)",
-        fmt::join(differ, ", ")));
-  }
-}
-
 void AsyncTrainer::State::setup() {
   rank = comm.rank();
   world = comm.size();
   run_agreed(comm, [&] { setup_local(); });
-  check_configuration_agrees();
+  check_configuration_agrees(comm, config, *model);
   comm.broadcast(model->params(), 0);
   if (!model->buffers().empty()) comm.broadcast(model->buffers(), 0);
 
-  std::string dir = config.run_dir.empty() ? default_run_dir(config.model, world) : config.run_dir;
+  std::string dir = config.run_dir.empty() ? default_run_dir(config.model, world, "-async") : config.run_dir;
   run_dir = broadcast_string(comm, dir, 0);
   checkpoint_dir = config.checkpoint_dir.empty() ? run_dir / "checkpoints" : std::filesystem::path(config.checkpoint_dir);
   hosts = comm.allgather(comm.host_name());
@@ -136,12 +108,8 @@ void AsyncTrainer::State::setup() {
     log = std::make_unique<RunLog>(run_dir, rank, root(), /*append=*/global_step > 0 || tickets_done > 0);
     progress = std::make_unique<Progress>(root() && !config.quiet, config.epochs, Progress::parse_style(config.progress));
     if (root()) {
-      Json j = config.to_json();
-      j.set("batch_size", config.batch_size);
+      Json j = base_config_json(config, world, hosts, data, *model, checkpoint_dir, versions);
       j.set("global_batch_size", config.max_staleness == 0 ? config.batch_size * workers : config.batch_size);
-      j.set("lr_effective", config.schedule.base_lr);
-      j.set("eval_batch_size", config.eval_batch_size);
-      j.set("world_size", world);
       j.set("workers", workers);
       Json shards = Json::array();
       for (int s = 0; s < servers; ++s) {
@@ -152,18 +120,6 @@ void AsyncTrainer::State::setup() {
         shards.push(std::move(sj));
       }
       j.set("shards", std::move(shards));
-      Json hs = Json::array();
-      for (const auto& h : hosts) hs.push(h);
-      j.set("hosts", std::move(hs));
-      j.set("threads_per_rank", threads_per_rank());
-      j.set("input_shape", data.train->shape().str());
-      j.set("classes", data.train->classes());
-      j.set("train_samples", data.train->size());
-      j.set("test_samples", data.test->size());
-      j.set("num_params", model->num_params());
-      j.set("flops_per_image", model->flops_per_image());
-      j.set("checkpoint_dir", checkpoint_dir.string());
-      j.set("versions", Json::parse(versions));
       log->write_json("config.json", j);
     }
   });
@@ -217,7 +173,7 @@ TrainResult AsyncTrainer::State::train() {
     progress->begin_epoch(epoch + 1, tickets_per_epoch / per_update);
     const auto epoch_start = Clock::now();
     epoch_started = epoch_start;
-    const double epoch_seconds_before = epoch_seconds;
+    const double epoch_seconds_before = epoch_totals.seconds;
     if (server) server->reset_epoch_sums();
 
     while (tickets_done < tickets_per_epoch) {
@@ -257,15 +213,15 @@ TrainResult AsyncTrainer::State::train() {
       comm.allreduce_sum(mine);
       tickets_done = static_cast<std::int64_t>(mine[1]);
       global_step += static_cast<std::int64_t>(mine[2]);
-      epoch_loss_sum += mine[3];
-      epoch_correct += mine[4];
-      epoch_count += mine[5];
+      epoch_totals.loss_sum += mine[3];
+      epoch_totals.correct += mine[4];
+      epoch_totals.count += mine[5];
       if (!std::isfinite(mine[3])) {
         throw CollectiveError(fmt::format("loss became {} by step {} (epoch {}); lower --lr",
                                           std::isnan(mine[3]) ? "NaN" : "Inf", global_step, epoch + 1));
       }
       stop = mine[0] > 0.0;
-      epoch_seconds = epoch_seconds_before + std::chrono::duration<double>(Clock::now() - epoch_start).count();
+      epoch_totals.seconds = epoch_seconds_before + std::chrono::duration<double>(Clock::now() - epoch_start).count();
       if (stop) {
         result.stopped_by = "signal";
       } else if (config.max_steps > 0 && global_step >= config.max_steps) {
@@ -285,8 +241,8 @@ TrainResult AsyncTrainer::State::train() {
       break;
     }
 
-    const double train_loss = epoch_loss_sum / std::max(epoch_count, 1.0);
-    const double train_acc = epoch_correct / std::max(epoch_count, 1.0);
+    const double train_loss = epoch_totals.loss_sum / std::max(epoch_totals.count, 1.0);
+    const double train_acc = epoch_totals.correct / std::max(epoch_totals.count, 1.0);
     last_train_loss = train_loss;
     EpochMetrics m;
     m.epoch = epoch + 1;
@@ -303,27 +259,16 @@ TrainResult AsyncTrainer::State::train() {
       last_eval_step = global_step;
       const double secs = std::chrono::duration<double>(Clock::now() - te).count();
       eval_seconds += secs;
-      Json rec = Json::object();
-      rec.set("type", "eval");
-      rec.set("t", elapsed());
-      rec.set("epoch", epoch + 1);
-      rec.set("step", global_step);
-      rec.set("test_loss", last_test_loss);
-      rec.set("test_accuracy", last_test_accuracy);
-      rec.set("seconds", secs);
-      log->record(rec);
+      log->record(eval_record(elapsed(), epoch + 1, global_step, last_test_loss, last_test_accuracy, secs));
       m.test_loss = last_test_loss;
       m.test_accuracy = last_test_accuracy;
     }
     m.elapsed_s = elapsed();
-    m.images_per_s = epoch_count / std::max(epoch_seconds, 1e-9);
+    m.images_per_s = epoch_totals.count / std::max(epoch_totals.seconds, 1e-9);
     if (root()) log->metrics(m);
-    progress->end_epoch(fmt::format(
-        "epoch {:>3}/{}  train loss {:.4f} acc {:.4f}  test loss {} acc {}  {:.1f}s  {:.0f} img/s", epoch + 1,
-        config.epochs, train_loss, train_acc, std::isnan(m.test_loss) ? "-" : fmt::format("{:.4f}", m.test_loss),
-        std::isnan(m.test_accuracy) ? "-" : fmt::format("{:.4f}", m.test_accuracy), epoch_seconds, m.images_per_s));
+    progress->end_epoch(epoch_line(m, config.epochs, epoch_totals.seconds));
 
-    epoch_loss_sum = epoch_correct = epoch_count = epoch_seconds = 0.0;
+    epoch_totals = {};
     tickets_done = 0;
     result.epochs_completed = epoch + 1;
     if (config.target_accuracy > 0.0 && last_test_accuracy >= config.target_accuracy) {
@@ -354,15 +299,15 @@ TrainResult AsyncTrainer::State::train() {
       m.epoch = epoch + 1;
       m.step = global_step;
       m.lr = schedule->lr(static_cast<double>(epoch));
-      m.train_loss = epoch_count > 0 ? epoch_loss_sum / epoch_count : std::nan("");
-      m.train_accuracy = epoch_count > 0 ? epoch_correct / epoch_count : std::nan("");
+      m.train_loss = epoch_totals.count > 0 ? epoch_totals.loss_sum / epoch_totals.count : std::nan("");
+      m.train_accuracy = epoch_totals.count > 0 ? epoch_totals.correct / epoch_totals.count : std::nan("");
       m.test_loss = last_test_loss;
       m.test_accuracy = last_test_accuracy;
       m.elapsed_s = elapsed();
-      m.images_per_s = epoch_count / std::max(epoch_seconds, 1e-9);
+      m.images_per_s = epoch_totals.count / std::max(epoch_totals.seconds, 1e-9);
       log->metrics(m);
     }
-    if (std::isnan(last_train_loss) && epoch_count > 0) last_train_loss = epoch_loss_sum / epoch_count;
+    if (std::isnan(last_train_loss) && epoch_totals.count > 0) last_train_loss = epoch_totals.loss_sum / epoch_totals.count;
     progress->note(fmt::format("ringtrain: stopped at step {} (--max-steps): test loss {:.4f} acc {:.4f}", global_step,
                                last_test_loss, last_test_accuracy));
   } else if (result.stopped_by == "signal") {

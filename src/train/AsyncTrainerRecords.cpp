@@ -9,6 +9,7 @@
 #include "train/AsyncTrainerState.h"
 #include "train/Checkpoint.h"
 #include "train/CheckpointIo.h"
+#include "train/TrainerShared.h"
 
 namespace ringtrain {
 namespace {
@@ -32,24 +33,11 @@ void fold(const std::vector<std::int64_t>& hist, double* out) {
 }  // namespace
 
 void AsyncTrainer::State::maybe_resume() {
-  if (config.resume.empty()) return;
-  std::filesystem::path path = config.resume;
-  if (config.resume == "auto") {
-    path = Checkpoint::latest_in(checkpoint_dir);
-    if (broadcast_string(comm, path.string(), 0).empty()) {
-      if (root()) fmt::print("ringtrain: no checkpoint in {}; starting fresh\n", checkpoint_dir.string());
-      return;
-    }
-  }
-  CheckpointData ck = load_checkpoint_collective(comm, path);
-  check_checkpoint_matches(ck, *model, path.string());
-  if (ck.optimizer_state.size() != state_slots * model->num_params() ||
-      ck.meta.at("optimizer").as_string() != optimizer_name) {
-    throw CollectiveError(fmt::format(
-        "{}: optimizer: the checkpoint holds {} state for '{}', this run uses '{}' with {} (pass the same --optimizer)",
-        path.string(), ck.optimizer_state.size(), ck.meta.at("optimizer").as_string(), optimizer_name,
-        state_slots * model->num_params()));
-  }
+  std::optional<ResumeCheckpoint> resume = load_resume_checkpoint(comm, config.resume, checkpoint_dir, *model);
+  if (!resume) return;
+  const CheckpointData& ck = resume->data;
+  const std::filesystem::path& path = resume->path;
+  check_checkpoint_optimizer(ck, optimizer_name, state_slots * model->num_params(), path.string());
   std::copy(ck.params.begin(), ck.params.end(), model->params().begin());
   std::copy(ck.buffers.begin(), ck.buffers.end(), model->buffers().begin());
   if (server) {
@@ -74,10 +62,10 @@ void AsyncTrainer::State::maybe_resume() {
                           ck.meta.at("batch_size").as_int() == config.batch_size;
   if (same_split) {
     tickets_done = ck.meta.at("tickets_done").as_int();
-    epoch_loss_sum = ck.meta.at("epoch_loss_sum").as_double();
-    epoch_correct = ck.meta.at("epoch_correct").as_double();
-    epoch_count = ck.meta.at("epoch_count").as_double();
-    epoch_seconds = ck.meta.at("epoch_seconds").as_double();
+    epoch_totals.loss_sum = ck.meta.at("epoch_loss_sum").as_double();
+    epoch_totals.correct = ck.meta.at("epoch_correct").as_double();
+    epoch_totals.count = ck.meta.at("epoch_count").as_double();
+    epoch_totals.seconds = ck.meta.at("epoch_seconds").as_double();
     // K = 0 works in whole rounds; another K may have stopped mid-round.
     if (config.max_staleness == 0) tickets_done -= tickets_done % workers;
     if (root()) {
@@ -117,55 +105,23 @@ double AsyncTrainer::State::save_checkpoint() {
   }
   if (root()) {
     CheckpointData ck;
-    Json meta = Json::object();
-    meta.set("format_version", Checkpoint::kFormatVersion);
-    meta.set("model", config.model);
-    meta.set("signature", model->signature());
-    meta.set("input_shape", model->input_shape().str());
-    meta.set("classes", model->classes());
-    meta.set("num_params", model->num_params());
-    meta.set("world_size", world);
+    const LoopPosition at{epoch, tickets_done / tickets_per_update(), global_step};
+    Json meta = checkpoint_meta(config, *model, world,
+                                {at, epoch_totals, elapsed(), optimizer_name, server->optimizer_steps(),
+                                 schedule->lr(static_cast<double>(epoch)), last_test_accuracy});
     meta.set("mode", "async");
     meta.set("servers", servers);
     meta.set("workers", workers);
     meta.set("max_staleness", config.max_staleness);
-    meta.set("batch_size", config.batch_size);
-    meta.set("global_step", global_step);
     meta.set("server_updates", global_step);
-    meta.set("epoch", epoch);
     meta.set("tickets_done", tickets_done);
-    meta.set("step_in_epoch", tickets_done / tickets_per_update());
-    meta.set("elapsed_s", elapsed());
-    meta.set("epoch_loss_sum", epoch_loss_sum);
-    meta.set("epoch_correct", epoch_correct);
-    meta.set("epoch_count", epoch_count);
-    meta.set("epoch_seconds", epoch_seconds);
-    meta.set("seed", config.seed);
-    meta.set("rng", "counter-based: every stream is derived from (seed, purpose, epoch, step)");
-    meta.set("optimizer", optimizer_name);
-    meta.set("optimizer_steps", server->optimizer_steps());
-    meta.set("lr", schedule->lr(static_cast<double>(epoch)));
-    meta.set("test_accuracy", last_test_accuracy);
-    meta.set("config", config.to_json());
     ck.meta = std::move(meta);
     const auto p = model->params();
     ck.params.assign(p.begin(), p.end());
     const auto b = model->buffers();
     ck.buffers.assign(b.begin(), b.end());
     ck.optimizer_state = std::move(state);
-    const auto bytes = Checkpoint::serialize(ck);
-    last_checkpoint = checkpoint_dir / Checkpoint::file_name(global_step);
-    Checkpoint::write(last_checkpoint, bytes);
-    Checkpoint::prune(checkpoint_dir, config.keep_checkpoints);
-    Json rec = Json::object();
-    rec.set("type", "checkpoint");
-    rec.set("t", elapsed());
-    rec.set("epoch", epoch);
-    rec.set("step", global_step);
-    rec.set("seconds", std::chrono::duration<double>(Clock::now() - t0).count());
-    rec.set("bytes", bytes.size());
-    rec.set("path", last_checkpoint.string());
-    log->record(rec);
+    last_checkpoint = write_checkpoint(ck, config, checkpoint_dir, at, *log, [this] { return elapsed(); }, t0);
   }
   last_checkpoint = broadcast_string(comm, last_checkpoint.string(), 0);
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -213,15 +169,7 @@ void AsyncTrainer::State::record_resources() {
   if (dt <= 0.0) return;
   const ResourceSample rs = monitor.sample();
   const Mark mark{now, bytes_sent(), bytes_received(), server ? server->updates() : 0};
-  Json rec = Json::object();
-  rec.set("type", "resource");
-  rec.set("t", elapsed());
-  rec.set("cpu_percent", rs.cpu_percent);
-  rec.set("rss_mb", rs.rss_mb);
-  rec.set("peak_rss_mb", rs.peak_rss_mb);
-  rec.set("net_send_mbps", static_cast<double>(mark.sent - last_tick.sent) / 1e6 / dt);
-  rec.set("net_recv_mbps", static_cast<double>(mark.received - last_tick.received) / 1e6 / dt);
-  log->record(rec);
+  log->record(resource_record(elapsed(), rs, mark.sent - last_tick.sent, mark.received - last_tick.received, dt));
   if (server) {
     Json srec = Json::object();
     srec.set("type", "server");
@@ -274,9 +222,7 @@ void AsyncTrainer::State::write_summary(const TrainResult& result) {
     fold(worker->delay_histogram(), mine.data() + fixed + kBuckets);
   }
   const std::size_t width = mine.size();
-  std::vector<double> all(width * static_cast<std::size_t>(world), 0.0);
-  std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(width * static_cast<std::size_t>(rank)));
-  comm.allreduce_sum(all);
+  const std::vector<double> all = gather_rows(comm, mine);
 
   std::vector<double> total_staleness(kBuckets, 0.0), total_delay(kBuckets, 0.0);
   for (int r = servers; r < world; ++r) {
@@ -305,15 +251,7 @@ void AsyncTrainer::State::write_summary(const TrainResult& result) {
   double images = 0.0;
   for (int r = servers; r < world; ++r) images += all[width * static_cast<std::size_t>(r) + 12] * config.batch_size;
   j.set("images_per_s", result.wall_s > 0 ? images / result.wall_s : 0.0);
-  j.set("final_train_loss", result.final_train_loss);
-  j.set("final_test_loss", result.final_test_loss);
-  j.set("final_test_accuracy", result.final_test_accuracy);
-  j.set("epochs_completed", result.epochs_completed);
-  j.set("steps", result.steps);
-  j.set("time_to_target_s", result.time_to_target_s ? Json(*result.time_to_target_s) : Json());
-  j.set("target_accuracy", config.target_accuracy);
-  j.set("stopped_by", result.stopped_by);
-  j.set("last_checkpoint", result.last_checkpoint.string());
+  set_result_fields(j, result, config);
   j.set("staleness_histogram", histogram_json(total_staleness.data()));
   j.set("delay_histogram", histogram_json(total_delay.data()));
   Json ranks = Json::array();

@@ -16,6 +16,7 @@
 #include "optim/LrSchedule.h"
 #include "train/AsyncTrainer.h"
 #include "train/AsyncWorker.h"
+#include "train/LoopPosition.h"
 #include "train/ParameterServer.h"
 #include "train/Progress.h"
 #include "train/ResourceMonitor.h"
@@ -59,7 +60,7 @@ struct AsyncTrainer::State {
   std::int64_t tickets_done = 0;
   std::int64_t global_step = 0;
   double prior_elapsed = 0.0;
-  double epoch_loss_sum = 0.0, epoch_correct = 0.0, epoch_count = 0.0, epoch_seconds = 0.0;
+  EpochTotals epoch_totals;
 
   // This rank's totals.
   WorkerTimes worker_totals;
@@ -95,7 +96,6 @@ struct AsyncTrainer::State {
 
   void setup();
   void setup_local();
-  void check_configuration_agrees();
   TrainResult train();
   // Every rank gets the servers' parameters and the workers' mean buffers.
   void gather_model();

@@ -5,21 +5,16 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
-#include <thread>
 
 #include <fmt/format.h>
 
-#include "common/Random.h"
+#include "train/LoopPosition.h"
 #include "train/StopSignals.h"
 
 namespace ringtrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-// --straggler-ms: an emulated slower node's pause after each gradient.
-void straggle(double milliseconds) {
-  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(milliseconds));
-}
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -41,20 +36,18 @@ AsyncWorker::AsyncWorker(PeerChannel& channel, const ShardLayout& layout, int ma
       workers_(channel.size() - layout.shards()),
       max_staleness_(max_staleness),
       model_(model),
-      train_(train),
-      batch_size_(batch_size),
-      seed_(seed),
-      augment_(augment),
-      straggler_ms_(channel.rank() == channel.size() - 1 ? straggler_ms : 0.0),
-      src_(static_cast<std::size_t>(batch_size) * train.shape().numel()),
-      labels_(static_cast<std::size_t>(batch_size)),
       version_(static_cast<std::size_t>(layout.shards()), 0),
       updates_(static_cast<std::size_t>(layout.shards()), 0) {
   if (channel.rank() < servers_) throw std::logic_error("AsyncWorker on a server rank");
-  for (int r = 0; r < workers_; ++r) {
-    samplers_.emplace_back(train.size(), r, workers_, seed, DistributedSampler::Mode::kTrain);
-  }
-  batches_per_shard_ = static_cast<std::int64_t>(samplers_[0].steps(static_cast<std::size_t>(batch_size)));
+  TrainStepConfig step_config;
+  step_config.batch_size = batch_size;
+  step_config.seed = seed;
+  step_config.augment = augment;
+  step_config.straggler_ms = channel.rank() == channel.size() - 1 ? straggler_ms : 0.0;  // the last rank
+  step_config.stop_cuts_step = false;  // every handed-out batch is pushed; the servers decide
+  steps_.reserve(static_cast<std::size_t>(workers_));
+  for (int r = 0; r < workers_; ++r) steps_.emplace_back(model, train, step_config, r, workers_);
+  batches_per_shard_ = steps_[0].steps_per_epoch();
   for (int s = 0; s < servers_; ++s) {
     outbox_.emplace_back(sizeof(async::WorkerHeader) + layout.size(s) * sizeof(float));
   }
@@ -62,33 +55,20 @@ AsyncWorker::AsyncWorker(PeerChannel& channel, const ShardLayout& layout, int ma
   inbox_.resize(sizeof(async::ReplyHeader) + layout.largest() * sizeof(float));
 }
 
-LossResult AsyncWorker::compute_gradient(int epoch, std::int64_t ticket, WorkerTimes& t) {
-  // Ticket t is batch t / W of shard t % W: what sync rank t % W computes at that step.
+StepTotals AsyncWorker::compute_gradient(int epoch, std::int64_t ticket, WorkerTimes& t) {
   const int shard = static_cast<int>(ticket % workers_);
   const std::int64_t step = ticket / workers_;
-  const auto t0 = Clock::now();
-  const auto idx = samplers_[static_cast<std::size_t>(shard)].batch(static_cast<std::size_t>(step),
-                                                                    static_cast<std::size_t>(batch_size_));
-  const std::uint64_t augment_key =
-      augment_ ? derive_seed(seed_, {static_cast<std::uint64_t>(RngPurpose::kAugment), static_cast<std::uint64_t>(epoch)})
-               : 0;
-  load_batch(train_, idx, src_.data(), labels_.data(), augment_key);
-  const auto t1 = Clock::now();
-  const std::uint64_t global_step = static_cast<std::uint64_t>(epoch) * static_cast<std::uint64_t>(batches_per_shard_) +
-                                    static_cast<std::uint64_t>(step);
-  const std::uint64_t noise = derive_seed(seed_, {static_cast<std::uint64_t>(RngPurpose::kDropout), global_step,
-                                                  static_cast<std::uint64_t>(shard), 0});
-  const LossResult r = model_.forward(src_.data(), labels_.data(), static_cast<int>(idx.size()), Phase::kTrain, noise);
-  const auto t2 = Clock::now();
-  model_.backward();
-  if (straggler_ms_ > 0.0) straggle(straggler_ms_);
-  t.data += std::chrono::duration<double>(t1 - t0).count();
-  t.forward += std::chrono::duration<double>(t2 - t1).count();
-  t.backward += since(t2);
-  return r;
+  // Sync rank `shard`'s position at that step: its batch and its dropout stream.
+  const LoopPosition at{epoch, step, static_cast<std::int64_t>(epoch) * batches_per_shard_ + step};
+  StepTotals loss;
+  const PhaseTimes p = steps_[static_cast<std::size_t>(shard)].compute_gradients(at, loss);
+  t.data += p.data;
+  t.forward += p.forward;
+  t.backward += p.backward;
+  return loss;
 }
 
-void AsyncWorker::send_all(async::WorkerKind kind, std::int64_t clock, std::int64_t ticket, const LossResult* loss) {
+void AsyncWorker::send_all(async::WorkerKind kind, std::int64_t clock, std::int64_t ticket, const StepTotals* loss) {
   async::WorkerHeader h;
   h.kind = kind;
   h.stop = stop_requested() ? 1 : 0;
@@ -96,8 +76,8 @@ void AsyncWorker::send_all(async::WorkerKind kind, std::int64_t clock, std::int6
   h.ticket = ticket;
   if (loss != nullptr) {
     h.loss_sum = loss->loss_sum;
-    h.correct = static_cast<double>(loss->correct);
-    h.count = static_cast<double>(loss->count);
+    h.correct = loss->correct;
+    h.count = loss->count;
   }
   const auto grads = model_.grads();
   for (int s = 0; s < servers_; ++s) {
@@ -174,7 +154,6 @@ bool AsyncWorker::receive_replies(WorkerRecord& rec) {
 
 WorkerSegmentResult AsyncWorker::run(int epoch, std::int64_t ticket_begin, int log_every,
                                      const std::function<void(const WorkerRecord&)>& on_record) {
-  for (auto& s : samplers_) s.set_epoch(static_cast<std::uint64_t>(epoch));
   WorkerSegmentResult result;
   std::int64_t clock = max_staleness_ == 0 ? ticket_begin / workers_ : 0;
   WorkerRecord rec;
@@ -185,17 +164,17 @@ WorkerSegmentResult AsyncWorker::run(int epoch, std::int64_t ticket_begin, int l
     rec.times.exchange += since(t);
     if (!more) break;
     if (ticket_ < 0) throw std::runtime_error("worker: server 0 sent parameters without a batch to compute");
-    const LossResult loss = compute_gradient(epoch, ticket_, rec.times);
+    const StepTotals loss = compute_gradient(epoch, ticket_, rec.times);
     t = Clock::now();
     send_all(async::WorkerKind::kPush, clock, ticket_, &loss);
     ++clock;
     ++rec.steps;
     rec.loss_sum += loss.loss_sum;
-    rec.count += static_cast<double>(loss.count);
+    rec.count += loss.count;
     ++result.steps;
     result.loss_sum += loss.loss_sum;
-    result.correct += static_cast<double>(loss.correct);
-    result.count += static_cast<double>(loss.count);
+    result.correct += loss.correct;
+    result.count += loss.count;
     if (rec.steps >= log_every) {
       on_record(rec);
       rec = {};

@@ -1,6 +1,7 @@
 // One worker of asynchronous training (--mode async): pulls the servers' shards, computes a
-// gradient on the batch server 0 assigns, pushes it (which is also its next pull), until a
-// server ends the segment. Keeps per-step timings and the staleness of its gradients.
+// gradient on the batch server 0 assigns (with TrainStep::compute_gradients, the local half
+// of a sync step), pushes it (which is also its next pull), until a server ends the segment.
+// Keeps per-step timings and the staleness of its gradients.
 #pragma once
 
 #include <cstdint>
@@ -10,10 +11,10 @@
 
 #include "collectives/PeerChannel.h"
 #include "datasets/Dataset.h"
-#include "datasets/DistributedSampler.h"
 #include "nn/Model.h"
 #include "train/AsyncProtocol.h"
 #include "train/ShardLayout.h"
+#include "train/TrainStep.h"
 
 namespace ringtrain {
 
@@ -57,10 +58,9 @@ class AsyncWorker {
   const std::vector<std::int64_t>& delay_histogram() const noexcept { return delay_hist_; }
 
  private:
-  // Forward and backward of batch `ticket`: fills model.grads(). The one place a gradient is
-  // computed (to become the trainer's step object once that exists).
-  LossResult compute_gradient(int epoch, std::int64_t ticket, WorkerTimes& t);
-  void send_all(async::WorkerKind kind, std::int64_t clock, std::int64_t ticket, const LossResult* loss);
+  // Forward and backward of batch `ticket`: fills model.grads() and returns the batch's sums.
+  StepTotals compute_gradient(int epoch, std::int64_t ticket, WorkerTimes& t);
+  void send_all(async::WorkerKind kind, std::int64_t clock, std::int64_t ticket, const StepTotals* loss);
   // Waits for every server's reply; copies kParams shards into the model. False on kEnd.
   bool receive_replies(WorkerRecord& rec);
 
@@ -70,16 +70,11 @@ class AsyncWorker {
   int workers_;
   int max_staleness_;
   Model& model_;
-  const Dataset& train_;
-  int batch_size_;
-  std::uint64_t seed_;
-  bool augment_;
-  double straggler_ms_;  // > 0 on the last rank only
-  std::vector<DistributedSampler> samplers_;  // shard r of W, as sync rank r
+  // Step r computes the batches of sampler shard r of W, as sync rank r of W ranks would (the
+  // same batches, augmentation and dropout streams): ticket t is batch t / W of shard t % W.
+  std::vector<TrainStep> steps_;
   std::int64_t batches_per_shard_ = 0;
 
-  std::vector<float> src_;
-  std::vector<std::int32_t> labels_;
   std::vector<std::vector<std::byte>> outbox_;  // one message in flight per server
   std::vector<MPI_Request> sends_;
   std::vector<std::byte> inbox_;

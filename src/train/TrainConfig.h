@@ -52,7 +52,7 @@ struct TrainConfig {
   std::string mode = "sync";         // sync (all-reduce) | async (parameter servers)
   int servers = 1;                   // async: ranks 0..servers-1 serve, the rest work
   int max_staleness = -1;            // async: SSP bound K in clocks; -1 unbounded, 0 synchronous
-  double straggler_ms = 0.0;         // async: the last worker sleeps this long per step (a straggler)
+  double straggler_ms = 0.0;         // the last rank sleeps this long per step (a straggler), either mode
 
   // Evaluation and logging.
   int eval_every = 1;                // epochs

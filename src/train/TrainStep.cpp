@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -24,8 +26,13 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 
 TrainStep::TrainStep(Model& model, Optimizer& optimizer, const Dataset& train, TrainStepConfig config, int rank,
                      int world)
+    : TrainStep(model, train, config, rank, world) {
+  optimizer_ = &optimizer;
+}
+
+TrainStep::TrainStep(Model& model, const Dataset& train, TrainStepConfig config, int rank, int world)
     : model_(model),
-      optimizer_(optimizer),
+      optimizer_(nullptr),
       train_(train),
       config_(config),
       rank_(rank),
@@ -52,7 +59,7 @@ PhaseTimes TrainStep::compute_gradients(const LoopPosition& at, StepTotals& loca
   PhaseTimes t;
   local = {};
   for (int micro = 0; micro < k; ++micro) {
-    if (stop_requested()) {
+    if (config_.stop_cuts_step && stop_requested()) {
       // The step will be discarded: its remaining compute is wasted time before the stop.
       local.stop = 1.0;
       if (hooks.after_forward) hooks.after_forward(local);
@@ -94,12 +101,17 @@ PhaseTimes TrainStep::compute_gradients(const LoopPosition& at, StepTotals& loca
         if (hooks.on_ready) hooks.on_ready(offset, count);
       });
     }
+    if (last && config_.straggler_ms > 0.0) {
+      // Counted as backward: to the others this rank simply computes more slowly.
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config_.straggler_ms));
+    }
     t.backward += seconds_between(t2, Clock::now());
   }
   return t;
 }
 
 StepResult TrainStep::run(const LoopPosition& at, double lr, GradientSync& sync) {
+  if (optimizer_ == nullptr) throw std::logic_error("TrainStep::run without an optimizer");
   StepResult result;
   sync.begin(model_.grads());
   Hooks hooks;
@@ -127,7 +139,7 @@ StepResult TrainStep::run(const LoopPosition& at, double lr, GradientSync& sync)
                                       at.step_in_epoch + 1, steps_per_epoch_));
   }
   const auto t0 = Clock::now();
-  optimizer_.step(model_.params(), model_.grads(), lr);
+  optimizer_->step(model_.params(), model_.grads(), lr);
   result.times.optimizer = seconds_between(t0, Clock::now());
   return result;
 }

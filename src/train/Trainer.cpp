@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <vector>
 
 #include <fmt/format.h>
@@ -25,24 +24,12 @@
 #include "train/RunLog.h"
 #include "train/AsyncTrainer.h"
 #include "train/StopSignals.h"
+#include "train/TrainerShared.h"
 #include "train/TrainerState.h"
 #include "train/TrainStep.h"
 #include "train/Versions.h"
 
 namespace ringtrain {
-namespace {
-
-std::string default_run_dir(const std::string& model, int world) {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::localtime_r(&now, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  return fmt::format("runs/{}-{}-np{}", stamp, model, world);
-}
-
-}  // namespace
-
 std::uint64_t fingerprint64(std::string_view text) noexcept {
   std::uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : text) {
@@ -133,7 +120,7 @@ void Trainer::State::setup() {
 
   // Before any collective whose size depends on the model: ranks with other flags or data
   // shapes would otherwise meet in a broadcast of different lengths.
-  check_configuration_agrees();
+  check_configuration_agrees(comm, config, *model);
 
   // Same start everywhere: rank 0's parameters (identical anyway from the seed, but a
   // broadcast makes that a guarantee rather than an assumption).
@@ -155,46 +142,14 @@ void Trainer::State::setup() {
     progress = std::make_unique<Progress>(root() && !config.quiet, config.epochs, Progress::parse_style(config.progress));
 
     if (root()) {
-      Json j = config.to_json();
-      j.set("batch_size", config.batch_size);
+      Json j = base_config_json(config, world, hosts, data, *model, checkpoint_dir, versions);
       j.set("global_batch_size", config.batch_size * world * config.accumulate);
-      j.set("lr_effective", config.schedule.base_lr);
-      j.set("eval_batch_size", config.eval_batch_size);
-      j.set("world_size", world);
-      Json hs = Json::array();
-      for (const auto& h : hosts) hs.push(h);
-      j.set("hosts", std::move(hs));
-      j.set("threads_per_rank", threads_per_rank());
-      j.set("input_shape", data.train->shape().str());
-      j.set("classes", data.train->classes());
-      j.set("train_samples", data.train->size());
-      j.set("test_samples", data.test->size());
-      j.set("num_params", model->num_params());
-      j.set("flops_per_image", model->flops_per_image());
       j.set("buckets", sync->buckets().size());
       j.set("overlap_active", overlap);
-      j.set("checkpoint_dir", checkpoint_dir.string());
-      j.set("versions", Json::parse(versions));
       log->write_json("config.json", j);
       if (!config.rerun_config.empty()) log->write_text("config.toml", config.rerun_config);
     }
   });
-}
-
-void Trainer::State::check_configuration_agrees() {
-  const std::string text = config.fingerprint_text() + "\n" + model->signature();
-  const std::uint64_t mine = fingerprint64(text);
-  const std::vector<std::uint64_t> all = comm.allgather(mine);
-  std::vector<int> differ;
-  for (int r = 0; r < static_cast<int>(all.size()); ++r) {
-    if (all[static_cast<std::size_t>(r)] != all[0]) differ.push_back(r);
-  }
-  if (!differ.empty()) {
-    throw CollectiveError(fmt::format(
-        "configuration or model differs across ranks: rank(s) {} disagree with rank 0 (every rank must get the "
-        "same flags and data shape)",
-        fmt::join(differ, ", ")));
-  }
 }
 
 void Trainer::State::average_buffers() {
@@ -212,8 +167,9 @@ TrainResult Trainer::State::train() {
   result.run_dir = run_dir;
   result.stopped_by = "epochs";
 
-  TrainStep step(*model, *optimizer, *data.train,
-                 TrainStepConfig{config.batch_size, config.accumulate, config.seed, config.data.augment}, rank, world);
+  TrainStepConfig step_config{config.batch_size, config.accumulate, config.seed, config.data.augment};
+  if (rank == world - 1) step_config.straggler_ms = config.straggler_ms;  // the last rank, as in async mode
+  TrainStep step(*model, *optimizer, *data.train, step_config, rank, world);
   const std::int64_t steps_per_epoch = step.steps_per_epoch();
   const std::int64_t images_per_step = static_cast<std::int64_t>(config.batch_size) * config.accumulate;
 
@@ -347,11 +303,7 @@ TrainResult Trainer::State::train() {
     m.elapsed_s = elapsed();
     m.images_per_s = images_per_s;
     if (root()) log->metrics(m);
-    progress->end_epoch(fmt::format(
-        "epoch {:>3}/{}  train loss {:.4f} acc {:.4f}  test loss {} acc {}  {:.1f}s  {:.0f} img/s", pos.epoch + 1,
-        config.epochs, train_loss, train_acc, std::isnan(m.test_loss) ? "-" : fmt::format("{:.4f}", m.test_loss),
-        std::isnan(m.test_accuracy) ? "-" : fmt::format("{:.4f}", m.test_accuracy), epoch_totals.seconds,
-        images_per_s));
+    progress->end_epoch(epoch_line(m, config.epochs, epoch_totals.seconds));
     result.epochs_completed = pos.epoch + 1;
 
     if (config.target_accuracy > 0.0 && last_test_accuracy >= config.target_accuracy) {

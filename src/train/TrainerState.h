@@ -74,7 +74,6 @@ struct Trainer::State {
 
   void setup();
   void setup_local();  // the part before any collective
-  void check_configuration_agrees();
   void maybe_resume();
   void average_buffers();
   std::pair<double, double> evaluate();

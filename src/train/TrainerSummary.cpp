@@ -2,6 +2,7 @@
 // rank-<r>.jsonl, and summary.json with every rank's totals.
 #include <algorithm>
 
+#include "train/TrainerShared.h"
 #include "train/TrainerState.h"
 
 namespace ringtrain {
@@ -45,15 +46,7 @@ void Trainer::State::record_steps(const PhaseTimes& t, int steps, double mean_lo
 }
 
 void Trainer::State::record_eval(double seconds) {
-  Json rec = Json::object();
-  rec.set("type", "eval");
-  rec.set("t", elapsed());
-  rec.set("epoch", pos.epoch + 1);
-  rec.set("step", pos.global_step);
-  rec.set("test_loss", last_test_loss);
-  rec.set("test_accuracy", last_test_accuracy);
-  rec.set("seconds", seconds);
-  log->record(rec);
+  log->record(eval_record(elapsed(), pos.epoch + 1, pos.global_step, last_test_loss, last_test_accuracy, seconds));
 }
 
 void Trainer::State::record_event(const std::string& message) {
@@ -69,15 +62,8 @@ void Trainer::State::maybe_record_resources() {
   if (dt < 1.0) return;
   const ResourceSample rs = monitor.sample();
   const ResourceMark now{Clock::now(), comm.bytes_sent(), comm.bytes_received(), comm.wait_seconds()};
-  Json rec = Json::object();
-  rec.set("type", "resource");
-  rec.set("t", elapsed());
+  Json rec = resource_record(elapsed(), rs, now.sent - last_resource.sent, now.received - last_resource.received, dt);
   rec.set("step", pos.global_step);
-  rec.set("cpu_percent", rs.cpu_percent);
-  rec.set("rss_mb", rs.rss_mb);
-  rec.set("peak_rss_mb", rs.peak_rss_mb);
-  rec.set("net_send_mbps", static_cast<double>(now.sent - last_resource.sent) / 1e6 / dt);
-  rec.set("net_recv_mbps", static_cast<double>(now.received - last_resource.received) / 1e6 / dt);
   rec.set("wait_share", (now.wait - last_resource.wait) / dt);
   log->record(rec);
   // Once a second the logs reach the file, so `tail -f rank-<r>.jsonl` follows a live run.
@@ -104,9 +90,7 @@ void Trainer::State::write_summary(const TrainResult& result) {
                               static_cast<double>(comm.bytes_sent()) / 1e6,
                               static_cast<double>(comm.bytes_received()) / 1e6};
   const std::size_t width = mine.size();
-  std::vector<double> all(width * static_cast<std::size_t>(world), 0.0);
-  std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(width * static_cast<std::size_t>(rank)));
-  comm.allreduce_sum(all);
+  const std::vector<double> all = gather_rows(comm, mine);
   if (!root()) return;
 
   Json j = Json::object();
@@ -118,15 +102,7 @@ void Trainer::State::write_summary(const TrainResult& result) {
   j.set("allreduce", config.allreduce);
   j.set("wall_s", result.wall_s);
   j.set("images_per_s", result.wall_s > 0 ? images * world / result.wall_s : 0.0);
-  j.set("final_train_loss", result.final_train_loss);
-  j.set("final_test_loss", result.final_test_loss);
-  j.set("final_test_accuracy", result.final_test_accuracy);
-  j.set("epochs_completed", result.epochs_completed);
-  j.set("steps", result.steps);
-  j.set("time_to_target_s", result.time_to_target_s ? Json(*result.time_to_target_s) : Json());
-  j.set("target_accuracy", config.target_accuracy);
-  j.set("stopped_by", result.stopped_by);
-  j.set("last_checkpoint", result.last_checkpoint.string());
+  set_result_fields(j, result, config);
   Json ranks = Json::array();
   for (int r = 0; r < world; ++r) {
     const double* row = all.data() + width * static_cast<std::size_t>(r);

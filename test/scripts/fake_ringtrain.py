@@ -31,6 +31,9 @@ def main():
     p.add_argument("--global-batch-size", type=int)
     p.add_argument("--run-dir", required=True)
     p.add_argument("--allreduce", default="ring")
+    p.add_argument("--mode", default="sync", choices=["sync", "async"])
+    p.add_argument("--servers", type=int, default=1)
+    p.add_argument("--max-staleness", type=int, default=-1)
     p.add_argument("--checkpoint-every", type=int)
     p.add_argument("--checkpoint-dir")
     p.add_argument("--max-steps", type=int)
@@ -46,7 +49,8 @@ def main():
     plan = fake_run.Plan(ranks=size, epochs=a.epochs, batch_size=a.batch_size,
                          allreduce=a.allreduce, checkpoint=a.checkpoint_every is not None,
                          model=a.model, dataset=a.dataset, max_steps=a.max_steps,
-                         seed=os.path.basename(os.path.normpath(a.run_dir)))
+                         seed=os.path.basename(os.path.normpath(a.run_dir)),
+                         mode=a.mode, servers=a.servers, max_staleness=a.max_staleness)
     if os.environ.get("FAKE_RINGTRAIN_SLEEP"):
         time.sleep(float(os.environ["FAKE_RINGTRAIN_SLEEP"]))  # a hung run, for --timeout
     fail = os.environ.get("FAKE_RINGTRAIN_FAIL_BATCH")

@@ -5,7 +5,13 @@ The numbers come from a toy cost model (compute per image, all-reduce per step g
 the rank count, a loss that falls per epoch and more slowly for larger global batches) so
 the plots and tables have realistic shapes without the trainer. Deterministic per argument.
 
+An asynchronous run (mode="async") has ranks 0..servers-1 as parameter servers (resource
+records only) and the others as workers whose step records carry the staleness of their
+gradients, bounded by max_staleness (K < 0: up to 3); summary.json gives the roles, each
+worker's steps/s and the staleness histograms, as the trainer writes them.
+
 usage: fake_run.py RUN_DIR [--ranks 2] [--epochs 3] [--batch-size 64] [--allreduce ring]
+                           [--mode sync|async] [--servers 1] [--max-staleness -1]
                            [--checkpoint] [--minimal] [--incomplete]
 """
 import argparse
@@ -24,23 +30,49 @@ class Plan:
     file (the fake trainer's rank 0 writes the summary of every rank)."""
 
     def __init__(self, ranks=2, epochs=3, batch_size=64, allreduce="ring", checkpoint=False,
-                 model="lenet5", dataset="fashion-mnist", hosts=None, seed=1, max_steps=None):
+                 model="lenet5", dataset="fashion-mnist", hosts=None, seed=1, max_steps=None,
+                 mode="sync", servers=1, max_staleness=-1):
         self.ranks, self.epochs, self.batch = ranks, epochs, batch_size
+        self.mode, self.servers, self.max_staleness = mode, servers, max_staleness
+        self.workers = ranks - servers if mode == "async" else ranks
         self.allreduce, self.checkpoint = allreduce, checkpoint
         self.model, self.dataset = model, dataset
         self.hosts = hosts or ["node0"] * ranks
         self.global_batch = batch_size * ranks
         self.steps_per_epoch = max(1, DATASET_SIZE // self.global_batch)
         self.max_steps = max_steps
-        self.rng = random.Random(f"{ranks}-{epochs}-{batch_size}-{allreduce}-{checkpoint}-{seed}")
+        self.rng = random.Random(f"{ranks}-{epochs}-{batch_size}-{allreduce}-{checkpoint}-{seed}"
+                                 f"-{mode}-{max_staleness}")
         self.param_mb = 0.25  # gradient size in MB (lenet5 ~ 61k floats)
         self._simulate()
+        if mode == "async":
+            self._make_async()
+
+    def _make_async(self):
+        """Servers keep only their resource records; each worker's steps get a staleness."""
+        top = self.max_staleness if self.max_staleness >= 0 else 3
+        self.staleness = {}
+        for r in range(self.ranks):
+            if r < self.servers:
+                self.rank_records[r] = [x for x in self.rank_records[r] if x["type"] == "resource"]
+                continue
+            hist = [0] * (top + 1)
+            for x in self.rank_records[r]:
+                if x["type"] == "step":
+                    st = self.rng.randint(0, top)
+                    hist[st] += 1
+                    x.update({"role": "worker", "staleness": [st], "delay": [st]})
+            self.staleness[r] = hist
+            t = self.rank_totals[r]
+            t["steps"] = sum(1 for x in self.rank_records[r] if x["type"] == "step")
 
     def _step_times(self, rank):
         compute = 0.001 * self.batch  # seconds per step on one rank
         n = self.ranks
         if n == 1:
             allreduce = 0.0
+        elif self.mode == "async":  # push and pull, no waiting for the slowest worker
+            allreduce = 0.002 * n
         elif self.allreduce == "ps":
             allreduce = 0.004 * n * (1.5 if rank == 0 else 1.0)
         else:
@@ -144,17 +176,40 @@ class Plan:
         return min(0.99, 0.95 - 0.6 * (self.loss_at(epoch) - 0.3))
 
     def config(self):
-        return {"model": self.model, "dataset": self.dataset, "world_size": self.ranks,
-                "batch_size": self.batch, "global_batch_size": self.global_batch,
-                "epochs": self.epochs, "allreduce": self.allreduce, "lr": 0.05,
-                "hosts": self.hosts, "threads_per_rank": 1,
-                "versions": {"ringtrain": "0.1.0", "mpi": "Open MPI v4.1.4",
-                             "onednn": "2.6.3"}}
+        c = {"model": self.model, "dataset": self.dataset, "world_size": self.ranks,
+             "batch_size": self.batch, "global_batch_size": self.global_batch,
+             "epochs": self.epochs, "allreduce": self.allreduce, "lr": 0.05,
+             "hosts": self.hosts, "threads_per_rank": 1, "mode": self.mode,
+             "versions": {"ringtrain": "0.1.0", "mpi": "Open MPI v4.1.4",
+                          "onednn": "2.6.3"}}
+        if self.mode == "async":
+            c.update({"servers": self.servers, "max_staleness": self.max_staleness,
+                      "workers": self.workers})
+        return c
+
+    def _rank_summary(self, r, v):
+        out = {
+            "rank": r, "host": self.hosts[r], "wall_s": round(v["wall_s"], 3),
+            "images_per_s": round(self.batch * self.total_steps / v["wall_s"], 2),
+            "phases_s": {k: round(x, 4) for k, x in v["phases_s"].items()},
+            "peak_rss_mb": round(v["peak"], 1), "mean_cpu_percent": round(v["cpu"], 1),
+            "mb_sent": round(v["sent"] / 1e6, 3), "mb_received": round(v["recv"] / 1e6, 3),
+        }
+        if self.mode == "async":
+            busy = v["wall_s"] - v["phases_s"]["eval"]
+            if r < self.servers:
+                out.update({"role": "server", "updates": self.total_steps * self.workers,
+                            "updates_per_s": round(self.total_steps * self.workers / busy, 3)})
+            else:
+                out.update({"role": "worker", "steps": v["steps"],
+                            "steps_per_s": round(v["steps"] / busy, 3),
+                            "staleness_histogram": _hist_json(self.staleness[r])})
+        return out
 
     def summary(self):
         wall = max(v["wall_s"] for v in self.rank_totals.values())
         images = self.global_batch * self.total_steps
-        return {
+        s = {
             "model": self.model, "world_size": self.ranks, "wall_s": round(wall, 3),
             "images_per_s": round(images / wall, 2),
             "final_train_loss": self.metrics[-1]["train_loss"],
@@ -164,14 +219,20 @@ class Plan:
             "time_to_target_s": None,
             "stopped_by": "max_steps" if self.max_steps and self.total_steps == self.max_steps
             else "epochs",
-            "ranks": [{
-                "rank": r, "host": self.hosts[r], "wall_s": round(v["wall_s"], 3),
-                "images_per_s": round(self.batch * self.total_steps / v["wall_s"], 2),
-                "phases_s": {k: round(x, 4) for k, x in v["phases_s"].items()},
-                "peak_rss_mb": round(v["peak"], 1), "mean_cpu_percent": round(v["cpu"], 1),
-                "mb_sent": round(v["sent"] / 1e6, 3), "mb_received": round(v["recv"] / 1e6, 3),
-            } for r, v in sorted(self.rank_totals.items())],
+            "ranks": [self._rank_summary(r, v) for r, v in sorted(self.rank_totals.items())],
         }
+        if self.mode == "async":
+            total = [sum(self.staleness[r][i] for r in self.staleness)
+                     for i in range(len(next(iter(self.staleness.values()))))]
+            s.update({"mode": "async", "servers": self.servers, "workers": self.workers,
+                      "max_staleness": self.max_staleness, "allreduce": "none",
+                      "staleness_histogram": _hist_json(total)})
+        return s
+
+
+def _hist_json(counts):
+    """The trainer's histogram form: {"0": n0, "1": n1, ...}, non-zero buckets only."""
+    return {str(i): n for i, n in enumerate(counts) if n}
 
 
 def write_rank(plan, run_dir, rank, minimal=False):
@@ -218,6 +279,9 @@ def main():
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--allreduce", default="ring")
+    p.add_argument("--mode", default="sync", choices=["sync", "async"])
+    p.add_argument("--servers", type=int, default=1)
+    p.add_argument("--max-staleness", type=int, default=-1)
     p.add_argument("--checkpoint", action="store_true")
     p.add_argument("--minimal", action="store_true",
                    help="omit optional data: summary.json, resource samples, wait/checkpoint")
@@ -226,7 +290,8 @@ def main():
     a = p.parse_args()
     write_run(a.run_dir, minimal=a.minimal, incomplete=a.incomplete, ranks=a.ranks,
               epochs=a.epochs, batch_size=a.batch_size, allreduce=a.allreduce,
-              checkpoint=a.checkpoint)
+              checkpoint=a.checkpoint, mode=a.mode, servers=a.servers,
+              max_staleness=a.max_staleness)
 
 
 if __name__ == "__main__":

@@ -4,15 +4,12 @@
 # directories, a failing run recorded while the sweep goes on, results.csv/report.md at the
 # end, re-running skips finished runs and retries the failed one, strong scaling passes
 # batch/np per rank and refuses a remainder, --dry-run runs nothing, a --launcher places
-# ranks on nodes, --run-reports writes and links each run's report.
-set -uo pipefail
+# ranks on nodes, --run-reports writes and links each run's report, and the mode axis (sync
+# per all-reduce, async, sspK) passes each mode's flags and records them.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/lib.sh"
 sweep=$here/../../scripts/mpirun/sweep.sh
 fake=$here/fake_ringtrain.py
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 out=$tmp/sw
 export FAKE_RINGTRAIN_ARGS_LOG=$tmp/args.jsonl
@@ -126,9 +123,50 @@ done
 [[ -f $tmp/rr/plots/time_split.png ]] || fail "no plots/time_split.png"
 grep -q '(plots/time_split.png)' "$tmp/rr/report.md" || fail "time_split.png not in report.md"
 
-if ((fails)); then
-  echo "test_sweep_fake: $fails failure(s)"
-  cat "$tmp/log1"
-  exit 1
-fi
-echo "test_sweep_fake: all checks passed"
+# 8. The mode axis: sync runs once per all-reduce, async and sspK once, with --mode async
+#    --servers S [--max-staleness K] and no --allreduce; asynchronous runs need more ranks
+#    than servers; the report gets the sync-vs-async table.
+: >"$tmp/args.jsonl"
+lst=$("$sweep" --dry-run --ranks 1,3 --modes sync,async,ssp0 --allreduce ring,ps --bin "$fake" \
+  --out "$tmp/dry" 2>&1)
+grep -q 'skipping async at np=1' <<<"$lst" || fail "async at np=1 must be skipped with a note"
+grep -q 'skipping ssp0 at np=1' <<<"$lst" || fail "ssp0 at np=1 must be skipped with a note"
+[[ $(grep -c '^\[' <<<"$lst") -eq 6 ]] || fail "modes: expected 6 runs (2 at np 1, 4 at np 3): $lst"
+"$sweep" --ranks 3 --modes sync,async,ssp0 --allreduce ps --bin "$fake" --out "$tmp/modes" \
+  -- --max-steps 6 >"$tmp/log8" 2>&1 || fail "the modes sweep failed: $(tail -3 "$tmp/log8")"
+[[ $(grep -c . "$tmp/args.jsonl") -eq 3 ]] || fail "modes: expected 3 launches"
+for name in b64-np3-ppn3-ps b64-np3-ppn3-async b64-np3-ppn3-ssp0; do
+  [[ -f $tmp/modes/$name-ckptoff-r1/summary.json ]] || fail "modes: $name did not run"
+done
+py_check() { /usr/bin/python3 -c "$1" "$tmp" || fail "$2"; }
+py_check 'import json, sys
+runs = [json.loads(l)["argv"] for l in open(sys.argv[1] + "/args.jsonl")]
+ssp = [a for a in runs if "--max-staleness" in a]
+asy = [a for a in runs if "--mode" in a and "--max-staleness" not in a]
+sync = [a for a in runs if "--mode" not in a]
+ok = (len(ssp) == 1 and ssp[0][ssp[0].index("--max-staleness") + 1] == "0" and len(asy) == 1
+      and all(a[a.index("--mode") + 1] == "async" and a[a.index("--servers") + 1] == "1"
+              and "--allreduce" not in a for a in ssp + asy)
+      and len(sync) == 1 and all("--allreduce" in a for a in sync))
+sys.exit(0 if ok else 1)' "modes: the trainer flags of each mode"
+py_check 'import json, sys
+r = json.load(open(sys.argv[1] + "/modes/b64-np3-ppn3-ssp0-ckptoff-r1/sweep-run.json"))
+s = json.load(open(sys.argv[1] + "/modes/b64-np3-ppn3-ps-ckptoff-r1/sweep-run.json"))
+sys.exit(0 if (r["mode"], r["servers"], r["max_staleness"], r["allreduce"], r["global_batch"]) ==
+         ("async", 1, 0, None, 128) and (s["mode"], s["allreduce"], s["servers"]) ==
+         ("sync", "ps", None) else 1)' "modes: sweep-run.json records mode, servers and K"
+grep -q '## Modes: synchronous vs asynchronous' "$tmp/modes/report.md" || fail "modes: no modes table"
+grep -q '| SSP K=0 |' "$tmp/modes/report.md" || fail "modes: no SSP K=0 row"
+# Strong scaling splits the global batch over the workers of an asynchronous run.
+lst=$("$sweep" --dry-run --scaling strong --batch-sizes 64 --ranks 3 --modes async --bin "$fake" \
+  --out "$tmp/dry" 2>&1)
+grep -q -- '--batch-size 32 .*--mode async' <<<"$lst" || fail "strong async: per-worker batch should be 32"
+"$sweep" --dry-run --scaling strong --batch-sizes 64 --ranks 3 --modes sync --out "$tmp/x" >/dev/null 2>&1
+[[ $? -eq 2 ]] || fail "strong sync: 64 over 3 ranks must be refused"
+for bad in "--modes ssp" "--modes sync,bsp" "--servers 0"; do
+  # shellcheck disable=SC2086
+  "$sweep" $bad --out "$tmp/x" >/dev/null 2>&1
+  [[ $? -eq 2 ]] || fail "sweep.sh $bad should exit 2"
+done
+
+finish test_sweep_fake "$tmp/log1"

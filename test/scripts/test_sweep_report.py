@@ -3,7 +3,10 @@
 documented columns and one row per run with the values of the fabricated runs (computed
 here from fake_run's plan, not read back from the report), a failed run is a row with its
 status and error and does not stop the report, report.md has the course-report tables, and
-the plots are PNG files.
+the plots are PNG files. A sweep over training modes (sync ring, sync ps, async, SSP) gets
+the sync-vs-async table: steps/s per worker, time per epoch, traffic per node and the
+largest staleness against its bound, computed here from the fabricated runs, and the loss
+against time plot.
 """
 import csv
 import json
@@ -20,11 +23,13 @@ import fake_run  # noqa: E402
 REPORT = os.path.join(REPO, "scripts", "plot", "sweep_report.py")
 EXPECTED_COLUMNS = [
     "name", "model", "dataset", "scaling", "batch_size", "per_rank_batch", "global_batch",
-    "ranks", "ppn", "nodes", "allreduce", "checkpoint", "repeat", "status", "exit_code",
+    "ranks", "ppn", "nodes", "allreduce", "mode", "servers", "max_staleness", "checkpoint",
+    "repeat", "status", "exit_code",
     "wall_s", "launcher_wall_s", "rank_wall_s", "final_train_loss", "final_test_loss",
     "test_accuracy", "test_error", "images_per_s", "peak_rss_mb", "mean_cpu_percent",
     "mb_sent_per_rank", "mb_received_per_rank", "allreduce_share", "wait_share",
-    "checkpoint_s", "epochs_completed", "steps", "error_message",
+    "steps_per_s", "worker_steps_per_s", "epoch_s", "mb_per_s_per_node", "staleness_max",
+    "staleness_histogram", "checkpoint_s", "epochs_completed", "steps", "error_message",
 ]
 failures = []
 
@@ -47,15 +52,79 @@ def png_ok(path):
         return False
 
 
-def sweep_record(run_dir, name, batch, np_, algo, ckpt, rep, status="ok", rc=0):
+def sweep_record(run_dir, name, batch, np_, algo, ckpt, rep, status="ok", rc=0, ppn=None,
+                 mode="sync", servers=None, max_staleness=None):
     rec = {"name": name, "model": "lenet5", "dataset": "fashion-mnist", "batch_size": batch,
            "scaling": "weak", "per_rank_batch": batch, "global_batch": batch * np_,
-           "np": np_, "ppn": np_, "allreduce": algo, "checkpoint": ckpt, "repeat": rep,
+           "np": np_, "ppn": ppn or np_, "allreduce": algo, "checkpoint": ckpt, "repeat": rep,
+           "mode": mode, "servers": servers, "max_staleness": max_staleness,
            "status": status, "exit_code": rc, "launcher_wall_s": 1.5,
            "started": "2026-01-01T00:00:00Z", "log": "launch.log", "command": "run.sh ..."}
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "sweep-run.json"), "w") as f:
         json.dump(rec, f)
+
+
+def check_modes(tmp):
+    """A sweep over modes on 3 nodes (1 rank each): sync ring, sync ps, async, SSP K=1."""
+    sweep = os.path.join(tmp, "modes")
+    plans = {}
+    for slot, mode, k in (("ring", "sync", None), ("ps", "sync", None), ("async", "async", -1),
+                          ("ssp1", "async", 1)):
+        name = f"b64-np3-ppn1-{slot}-ckptoff-r1"
+        d = os.path.join(sweep, name)
+        plans[name] = fake_run.write_run(
+            d, ranks=3, epochs=2, batch_size=64, allreduce=slot if mode == "sync" else "ring",
+            mode=mode, servers=1, max_staleness=-1 if k is None else k,
+            hosts=["node0", "node1", "node2"])
+        sweep_record(d, name, 64, 3, slot if mode == "sync" else None, "off", 1, ppn=1,
+                     mode=mode, servers=1 if mode == "async" else None, max_staleness=k)
+    p = subprocess.run([sys.executable, REPORT, sweep], capture_output=True, text=True)
+    check(p.returncode == 0, f"modes sweep: sweep_report.py exited {p.returncode}: {p.stderr}")
+    with open(os.path.join(sweep, "results.csv"), newline="") as f:
+        rows = {r["name"]: r for r in csv.DictReader(f)}
+    labels = {"ring": "sync ring", "ps": "sync ps", "async": "async", "ssp1": "SSP K=1"}
+    for name, plan in plans.items():
+        r = rows.get(name, {})
+        slot = name.split("-")[3]
+        check(r.get("mode") == labels[slot], f"{name}: mode {r.get('mode')!r}")
+        s = plan.summary()
+        r0 = s["ranks"][0]
+        train_s = r0["wall_s"] - r0["phases_s"]["eval"] - r0["phases_s"]["checkpoint"]
+        check(close(r.get("epoch_s") or "nan", train_s / plan.epochs),
+              f"{name}: time per epoch {r.get('epoch_s')} vs {train_s / plan.epochs}")
+        # 3 nodes of one rank: each node's MB in and out over its wall time.
+        node = [(x["mb_sent"] + x["mb_received"]) / x["wall_s"] for x in s["ranks"]]
+        got = [float(v) for v in (r.get("mb_per_s_per_node") or "").split(";") if v]
+        check(len(got) == 3 and all(close(a, b) for a, b in zip(got, node)),
+              f"{name}: MB/s per node {got} vs {node}")
+        if plan.mode == "async":
+            rates = [x["steps_per_s"] for x in s["ranks"] if x.get("role") == "worker"]
+            check(close(r.get("steps_per_s") or "nan", sum(rates) / len(rates)),
+                  f"{name}: steps/s per worker {r.get('steps_per_s')} vs {rates}")
+            check(r.get("allreduce") == "" and r.get("servers") == "1",
+                  f"{name}: an async run has servers, no all-reduce: {r.get('allreduce')!r}")
+            seen = max(int(k) for k in s["staleness_histogram"])
+            check(r.get("staleness_max") == str(seen),
+                  f"{name}: largest staleness {r.get('staleness_max')} vs {seen}")
+            if plan.max_staleness >= 0:
+                check(seen <= plan.max_staleness, f"{name}: the fake broke its own bound")
+        else:
+            check(close(r.get("steps_per_s") or "nan", s["steps"] / train_s),
+                  f"{name}: sync steps/s {r.get('steps_per_s')} vs {s['steps'] / train_s}")
+            check(r.get("staleness_max") == "", f"{name}: a sync run has no staleness")
+    with open(os.path.join(sweep, "report.md")) as fh:
+        md = fh.read()
+    check("## Modes: synchronous vs asynchronous" in md, "report.md lacks the modes table")
+    # Rows from the most to the least synchronous, and one Mode column instead of the
+    # all-reduce (which 'sync ps' names already).
+    at = {label: md.find(f"\n| {label} |") for label in ("sync ring", "sync ps", "SSP K=1", "async")}
+    check(all(i >= 0 for i in at.values()) and
+          max(at["sync ring"], at["sync ps"]) < at["SSP K=1"] < at["async"], f"mode rows: {at}")
+    check("| All-reduce |" not in md, "the mode column replaces the all-reduce column")
+    check("| 1 (1) |" in md, "SSP K=1's staleness: largest seen 1, bound 1")
+    check(png_ok(os.path.join(sweep, "plots", "loss_vs_time.png")), "loss_vs_time.png")
+    check("(plots/loss_vs_time.png)" in md, "report.md lacks the loss against time plot")
 
 
 def main():
@@ -171,6 +240,9 @@ def main():
     check("±" in md, "report.md should show the spread of the repeated combination")
     for png in ("vs_batch_size.png", "vs_ranks.png", "convergence.png"):
         check(png_ok(os.path.join(sweep, "plots", png)), f"{png} is not a valid PNG")
+
+    check("## Modes" not in md, "a sweep of sync runs alone has no modes table")
+    check_modes(tmp)
 
     # An empty directory is an error, not an empty report.
     empty = os.path.join(tmp, "empty")

@@ -1,7 +1,8 @@
 // Data-parallel correctness of the trainer under mpirun (np 1..4):
 // - N ranks x batch B end with the parameters of 1 rank x batch N*B (every algorithm);
 // - two runs with the same seed end bit-identical;
-// - evaluation over N ranks equals the single-process value on the same parameters.
+// - evaluation over N ranks equals the single-process value on the same parameters;
+// - --straggler-ms delays the last rank without changing the result.
 // (Overlapped against non-overlapped training: overlap_mpi_test.cpp.)
 #include <catch2/catch.hpp>
 
@@ -9,12 +10,15 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "collectives/MpiCommunicator.h"
 #include "collectives/MpiEnvironment.h"
+#include "common/Json.h"
 #include "support/mpi_test_util.h"
 #include "trainer_test_util.h"
 #include "nn/Model.h"
@@ -121,4 +125,35 @@ TEST_CASE("--accumulate K x batch B equals batch K*B") {
   const double err = relative_error(copy_params(a), copy_params(b));
   INFO("relative error " << err);
   CHECK(all_ranks(err <= 1e-5));
+}
+
+TEST_CASE("--straggler-ms slows the last rank in sync mode and changes no result") {
+  MpiCommunicator world(MPI_COMM_WORLD);
+  const int n = world.size();
+  constexpr int kSteps = 10;
+  constexpr double kPauseMs = 5.0;
+  std::vector<float> params[2];
+  for (const bool slowed : {false, true}) {
+    TrainConfig c = small_config(fmt::format("straggler_{}", slowed ? "on" : "off"), 8);
+    c.max_steps = kSteps;
+    c.straggler_ms = slowed ? kPauseMs : 0.0;
+    Trainer t(c, world);
+    t.run();
+    params[slowed ? 1 : 0] = copy_params(t);
+    if (slowed && world.rank() == 0) {
+      // summary.json: the pause is the last rank's backward time (sleep_for sleeps at least as
+      // long as asked, so this bound holds under any load), and no other rank's.
+      std::ifstream in(std::filesystem::path(c.run_dir) / "summary.json");
+      std::stringstream text;
+      text << in.rdbuf();
+      const Json j = Json::parse(text.str());
+      const auto& ranks = j.at("ranks").as_array();
+      const double last = ranks.at(static_cast<std::size_t>(n - 1)).at("phases_s").at("backward").as_double();
+      INFO("last rank's backward " << last << " s over " << kSteps << " steps");
+      CHECK(last >= kSteps * kPauseMs / 1000.0);
+    }
+  }
+  const auto& a = params[0];
+  const auto& b = params[1];
+  CHECK(all_ranks(a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0));
 }
