@@ -181,9 +181,10 @@ void Commands::add_train(CLI::App& app) {
   // A string, so config.toml writes and reads back the same word.
   t->add_option("--overlap", overlap_,
                 "Reduce each gradient bucket on a communication thread as soon as backward has finished it (off: "
-                "all buckets after backward; the results are bit-identical)")
+                "all buckets after backward; the results are bit-identical). auto: on when the ranks span several "
+                "hosts or each rank has a core to spare, off when all share one host's cores")
       ->capture_default_str()
-      ->check(CLI::IsMember({"on", "off"}));
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   t->add_option("--mode", c.mode,
                 "sync: every rank computes, gradients all-reduced each step; async: ranks 0..S-1 are parameter "
                 "servers, the others workers that pull, compute and push without waiting for each other")
@@ -317,7 +318,7 @@ int Commands::run_distributed(Communicator& comm) {
     TrainConfig config = train_config_;
     config.data = resolve(train_config_.data, synthetic_shape_);
     if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
-    config.overlap = overlap_ == "on";
+    config.overlap = overlap_;
     // This run's own paths stay as comments: a rerun from the file gets a new run directory
     // (and would otherwise write over this one).
     config.rerun_config =

@@ -47,7 +47,7 @@ class Commands {
   StallOptions stall_;
   std::string synthetic_shape_ = "1x28x28";
   std::string milestones_;
-  std::string overlap_ = "on";  // --overlap on|off
+  std::string overlap_ = "auto";  // --overlap auto|on|off
   std::string config_file_;
 
   DatasetConfig eval_data_;

@@ -30,6 +30,8 @@ void TrainConfig::validate() const {
           fmt::format("--lr-scaling must be none or linear (got '{}')", lr_scaling));
   require(lr_base_batch >= 0, "--lr-base-batch must be >= 0");
   require(bucket_mb > 0.0, fmt::format("--bucket-mb must be > 0 (got {})", bucket_mb));
+  require(overlap == "auto" || overlap == "on" || overlap == "off",
+          fmt::format("--overlap must be auto, on or off (got '{}')", overlap));
   require(compress == "none" || compress == "bf16" || compress == "fp16",
           fmt::format("--compress must be none, bf16 or fp16 (got '{}')", compress));
   require(compress == "none" || (allreduce != "rd" && allreduce != "mpi"),

@@ -46,7 +46,9 @@ struct TrainConfig {
   std::string allreduce = "ring";    // ring | hier | mpi | ps | rd | auto
   std::string compress = "none";     // gradient transport: none | bf16 | fp16
   double bucket_mb = 4.0;            // gradient bucket size
-  bool overlap = true;               // reduce buckets beside backward (a communication thread)
+  // Reduce buckets beside backward on a communication thread: on | off | auto (on across
+  // nodes or with a spare core per rank; OverlapPolicy).
+  std::string overlap = "auto";
   std::string mode = "sync";         // sync (all-reduce) | async (parameter servers)
   int servers = 1;                   // async: ranks 0..servers-1 serve, the rest work
   int max_staleness = -1;            // async: SSP bound K in clocks; -1 unbounded, 0 synchronous

@@ -92,8 +92,10 @@ void Trainer::State::setup_local() {
 
   optimizer = Optimizer::create(config.optimizer, model->param_infos(), model->num_params());
   schedule = std::make_unique<LrSchedule>(config.schedule);
-  // The communication thread makes MPI calls: only if the library allows that.
-  overlap = config.overlap && world > 1 && comm.allows_serialized_threads();
+  // The communication thread makes MPI calls: only if the library allows that; `auto` also
+  // asks whether it can hide anything here (OverlapPolicy).
+  const bool wanted = config.overlap == "on" || (config.overlap == "auto" && overlap_policy.pays());
+  overlap = wanted && world > 1 && comm.allows_serialized_threads();
   sync = std::make_unique<GradientSync>(comm, algo, model->num_params(), config.bucket_mb, overlap,
                                         parse_compression(config.compress));
 
@@ -109,6 +111,9 @@ void Trainer::State::setup_local() {
 void Trainer::State::setup() {
   rank = comm.rank();
   world = comm.size();
+  // Where the ranks run decides what --overlap auto does (setup_local builds GradientSync).
+  hosts = comm.allgather(comm.host_name());
+  overlap_policy = OverlapPolicy::here(hosts, rank, threads_per_rank());
   // Everything before the first collective is local and alike on every rank; a failure
   // anywhere (bad flag, missing data on one node) reaches every rank as the same error.
   run_agreed(comm, [&] { setup_local(); });
@@ -127,7 +132,6 @@ void Trainer::State::setup() {
   dir = broadcast_string(comm, dir, 0);
   run_dir = dir;
   checkpoint_dir = config.checkpoint_dir.empty() ? run_dir / "checkpoints" : std::filesystem::path(config.checkpoint_dir);
-  hosts = comm.allgather(comm.host_name());
 
   maybe_resume();
 
@@ -201,7 +205,9 @@ TrainResult Trainer::State::train() {
                                model->num_params(), config.allreduce, overlap ? " overlapped with backward" : "",
                                run_dir.string()));
   }
-  if (root() && config.overlap && world > 1 && !overlap) {
+  if (root() && config.overlap == "auto" && world > 1 && !overlap_policy.pays()) {
+    progress->note(overlap_policy.why_off());
+  } else if (root() && config.overlap != "off" && world > 1 && !overlap) {
     progress->note(
         "ringtrain: note: the MPI library does not allow MPI calls from a second thread (MPI_THREAD_SERIALIZED): "
         "--overlap off");

@@ -17,6 +17,7 @@
 #include "optim/Optimizer.h"
 #include "train/GradientSync.h"
 #include "train/LoopPosition.h"
+#include "train/OverlapPolicy.h"
 #include "train/PhaseTimes.h"
 #include "common/Json.h"
 #include "train/Progress.h"
@@ -38,7 +39,8 @@ struct Trainer::State {
   int rank = 0;
   int world = 1;
   AllreduceAlgo algo = AllreduceAlgo::kRing;
-  bool overlap = false;  // config.overlap, where the communicator allows it
+  OverlapPolicy overlap_policy;  // what --overlap auto resolves to on this rank
+  bool overlap = false;          // config.overlap as resolved, where the communicator allows it
 
   DatasetSplits data;
   std::unique_ptr<Model> model;

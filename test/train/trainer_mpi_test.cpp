@@ -2,8 +2,8 @@
 // - N ranks x batch B end with the parameters of 1 rank x batch N*B (every algorithm);
 // - two runs with the same seed end bit-identical;
 // - evaluation over N ranks equals the single-process value on the same parameters;
-// - overlapped (communication thread) and non-overlapped training end bit-identical;
 // - --straggler-ms delays the last rank without changing the result.
+// (Overlapped against non-overlapped training: overlap_mpi_test.cpp.)
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -21,44 +20,17 @@
 #include "collectives/MpiEnvironment.h"
 #include "common/Json.h"
 #include "support/mpi_test_util.h"
+#include "trainer_test_util.h"
 #include "nn/Model.h"
 #include "train/Evaluate.h"
 #include "train/Trainer.h"
 
 using namespace ringtrain;
 using ringtrain::test::all_ranks;
+using ringtrain::test::copy_params;
+using ringtrain::test::small_config;
 
 namespace {
-
-TrainConfig small_config(const std::string& tag, int batch) {
-  TrainConfig c;
-  c.model = "lenet5";
-  c.data.name = "synthetic";
-  c.data.synthetic_shape = {1, 28, 28};
-  c.data.synthetic_classes = 10;
-  c.data.synthetic_train = 1024;
-  c.data.synthetic_test = 203;  // not divisible by any rank count: eval shards are uneven
-  c.batch_size = batch;
-  c.epochs = 10;
-  c.max_steps = 50;
-  c.eval_every = 0;
-  // Constant, not TrainConfig's cosine: the 1e-5 tolerances below were set for it (with cosine
-  // over 10 epochs, ps at np 4 ends 1.1e-4 apart, the sum order amplified over 50 steps).
-  c.schedule.name = "constant";
-  c.schedule.base_lr = 0.02;
-  c.optimizer.momentum = 0.9;
-  c.seed = 7;
-  c.quiet = true;
-  c.run_dir = (std::filesystem::temp_directory_path() /
-               fmt::format("ringtrain_trainer_test_{}_np{}", tag, test::world_size()))
-                  .string();
-  return c;
-}
-
-std::vector<float> copy_params(const Trainer& t) {
-  const auto p = t.model().params();
-  return {p.begin(), p.end()};
-}
 
 double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
   double diff = 0.0;
@@ -153,54 +125,6 @@ TEST_CASE("--accumulate K x batch B equals batch K*B") {
   const double err = relative_error(copy_params(a), copy_params(b));
   INFO("relative error " << err);
   CHECK(all_ranks(err <= 1e-5));
-}
-
-namespace {
-
-// config.json's overlap_active of a finished run (what the trainer actually did).
-bool overlap_was_active(const TrainConfig& c) {
-  std::ifstream in(std::filesystem::path(c.run_dir) / "config.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  const Json j = Json::parse(text.str());
-  return j.at("overlap_active").as_bool();
-}
-
-}  // namespace
-
-TEST_CASE("Overlapped and non-overlapped training end bit-identical after 50 steps, for every algorithm") {
-  MpiCommunicator world(MPI_COMM_WORLD);
-  const int n = world.size();
-  for (const char* algo : {"ring", "mpi", "ps", "rd", "auto"}) {
-    // --accumulate changes what overlaps (only the last micro-batch), not how buckets are
-    // reduced: one algorithm is enough for it.
-    for (const int accumulate : {1, 2}) {
-      if (accumulate > 1 && std::string_view(algo) != "ring") continue;
-      std::vector<float> params[2];
-      bool active[2] = {false, false};
-      for (const bool overlap : {false, true}) {
-        TrainConfig c = small_config(fmt::format("overlap_{}_{}_k{}", algo, overlap ? "on" : "off", accumulate), 8);
-        c.allreduce = algo;
-        c.accumulate = accumulate;
-        c.overlap = overlap;
-        // lenet5's 61706 parameters in 24 buckets, so backward hands most of them over
-        // while it still runs (the default 4 MiB would be a single bucket).
-        c.bucket_mb = 0.01;
-        Trainer t(c, world);
-        t.run();
-        params[overlap ? 1 : 0] = copy_params(t);
-        if (world.rank() == 0) active[overlap ? 1 : 0] = overlap_was_active(c);
-      }
-      const auto& a = params[0];
-      const auto& b = params[1];
-      bool ok = a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-      // The overlapped run really used the communication thread (one rank has nothing to send).
-      if (world.rank() == 0) ok = ok && !active[0] && active[1] == (n > 1);
-      INFO("algorithm " << algo << ", accumulate " << accumulate << ", overlap active off/on " << active[0] << "/"
-                        << active[1]);
-      CHECK(all_ranks(ok));
-    }
-  }
 }
 
 TEST_CASE("--straggler-ms slows the last rank in sync mode and changes no result") {
