@@ -75,6 +75,9 @@ class Communicator {
   virtual double wait_seconds() const = 0;
 
   virtual std::string host_name() const = 0;
+  // Ranks that share memory with this one, itself included (MPI_COMM_TYPE_SHARED): MPI's
+  // idea of a node, which host names are not (emulated nodes may all report one name).
+  virtual int ranks_on_node() const { return 1; }
   // "Open MPI v4.1.4" or "none (single process)".
   virtual std::string library_version() const = 0;
 

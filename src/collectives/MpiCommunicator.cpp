@@ -62,14 +62,13 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, const MpiCommunicatorOptions& 
   }
   RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(node_comm_, MPI_ERRORS_RETURN));
   int node_rank = 0;
-  int node_size = 1;
   RINGTRAIN_MPI_CHECK(MPI_Comm_rank(node_comm_, &node_rank));
-  RINGTRAIN_MPI_CHECK(MPI_Comm_size(node_comm_, &node_size));
+  RINGTRAIN_MPI_CHECK(MPI_Comm_size(node_comm_, &node_size_));
   const bool leader = node_rank == 0;
   RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, leader ? 0 : MPI_UNDEFINED, rank_, &leader_comm_));
   if (leader_comm_ != MPI_COMM_NULL)
     RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(leader_comm_, MPI_ERRORS_RETURN));
-  int counts[2] = {leader ? 1 : 0, leader && node_size > 1 ? 1 : 0};
+  int counts[2] = {leader ? 1 : 0, leader && node_size_ > 1 ? 1 : 0};
   RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, comm_));
   layout_ = NodeLayout{size_, counts[0], counts[1]};
   hier_ = std::make_unique<HierarchicalAllreduce>(node_comm_, leader_comm_,

@@ -54,6 +54,7 @@ class MpiCommunicator final : public Communicator {
   bool allows_serialized_threads() const override;
 
   std::string host_name() const override;
+  int ranks_on_node() const override { return node_size_; }
   std::string library_version() const override;
 
   const AllreduceTuning& allreduce_tuning() const { return tuning_; }
@@ -79,6 +80,7 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm leader_comm_ = MPI_COMM_NULL;  // node leaders only
   int rank_ = 0;
   int size_ = 1;
+  int node_size_ = 1;  // ranks in node_comm_
   NodeLayout layout_;
   AllreduceTuning tuning_;
   TrafficStats stats_;

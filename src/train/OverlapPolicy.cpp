@@ -10,12 +10,11 @@
 
 namespace ringtrain {
 
-OverlapPolicy OverlapPolicy::from(const std::vector<std::string>& hosts, int rank, int threads_per_rank,
-                                  int host_cores, int affinity_cores) {
+OverlapPolicy OverlapPolicy::from(int ranks, int ranks_on_node, int threads_per_rank, int host_cores,
+                                  int affinity_cores) {
   OverlapPolicy p;
-  p.ranks = std::max<int>(1, static_cast<int>(hosts.size()));
-  const std::string& mine = hosts.at(static_cast<std::size_t>(rank));
-  p.ranks_on_host = static_cast<int>(std::count(hosts.begin(), hosts.end(), mine));
+  p.ranks = std::max(1, ranks);
+  p.ranks_on_host = std::clamp(ranks_on_node, 1, p.ranks);
   p.threads_per_rank = std::max(1, threads_per_rank);
   // Unbound ranks see every core in their mask, but they share them with the host's other
   // ranks: a rank's fair share is what it can count on.
@@ -24,17 +23,17 @@ OverlapPolicy OverlapPolicy::from(const std::vector<std::string>& hosts, int ran
   return p;
 }
 
-OverlapPolicy OverlapPolicy::here(const std::vector<std::string>& hosts, int rank, int threads_per_rank) {
+OverlapPolicy OverlapPolicy::here(int ranks, int ranks_on_node, int threads_per_rank) {
   const int host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cpu_set_t set;
   CPU_ZERO(&set);
   const int affinity = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
-  return from(hosts, rank, threads_per_rank, host_cores, affinity);
+  return from(ranks, ranks_on_node, threads_per_rank, host_cores, affinity);
 }
 
 std::string OverlapPolicy::why_off() const {
   return fmt::format(
-      "ringtrain: note: --overlap auto: off, all {} ranks on one host and no spare core for the communication "
+      "ringtrain: note: --overlap auto: off, all {} ranks on one node and no spare core for the communication "
       "thread ({} thread(s) per rank, {} core(s) each); --overlap on forces it",
       ranks, threads_per_rank, cores_for_rank);
 }

@@ -7,22 +7,21 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 namespace ringtrain {
 
 struct OverlapPolicy {
   int ranks = 1;            // ranks in the job
-  int ranks_on_host = 1;    // ranks sharing this rank's host (itself included)
+  int ranks_on_host = 1;    // ranks sharing memory with this rank (its node, itself included)
   int threads_per_rank = 1;
   int cores_for_rank = 1;   // cores this rank may run on: its affinity mask, at most its share of the host
 
-  // From every rank's host name (indexed by rank), this rank's index, its threads, the
-  // host's cores and the size of its affinity mask.
-  static OverlapPolicy from(const std::vector<std::string>& hosts, int rank, int threads_per_rank,
-                            int host_cores, int affinity_cores);
+  // From the job's ranks, the ranks on this rank's node (Communicator::ranks_on_node, MPI's
+  // locality), its threads, the host's cores and the size of its affinity mask.
+  static OverlapPolicy from(int ranks, int ranks_on_node, int threads_per_rank, int host_cores,
+                            int affinity_cores);
   // This process: std::thread::hardware_concurrency() and sched_getaffinity().
-  static OverlapPolicy here(const std::vector<std::string>& hosts, int rank, int threads_per_rank);
+  static OverlapPolicy here(int ranks, int ranks_on_node, int threads_per_rank);
 
   bool crosses_network() const { return ranks_on_host < ranks; }
   bool spare_core() const { return cores_for_rank > threads_per_rank; }

@@ -111,9 +111,10 @@ void Trainer::State::setup_local() {
 void Trainer::State::setup() {
   rank = comm.rank();
   world = comm.size();
-  // Where the ranks run decides what --overlap auto does (setup_local builds GradientSync).
   hosts = comm.allgather(comm.host_name());
-  overlap_policy = OverlapPolicy::here(hosts, rank, threads_per_rank());
+  // How the ranks share nodes (MPI's locality) decides what --overlap auto does; setup_local
+  // builds GradientSync with it.
+  overlap_policy = OverlapPolicy::here(world, comm.ranks_on_node(), threads_per_rank());
   // Everything before the first collective is local and alike on every rank; a failure
   // anywhere (bad flag, missing data on one node) reaches every rank as the same error.
   run_agreed(comm, [&] { setup_local(); });
