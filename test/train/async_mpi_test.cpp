@@ -20,31 +20,21 @@
 #include "support/mpi_test_util.h"
 #include "train/AsyncTrainer.h"
 #include "train/Trainer.h"
+#include "trainer_test_util.h"
 
 using namespace ringtrain;
 using ringtrain::test::all_ranks;
 
 namespace {
 
-// shared: every rank calls this (rank 0 clears the directory, then a barrier); else rank 0 alone.
+// The trainer tests' small lenet5 run (trainer_test_util.h), made asynchronous: batch 8,
+// 30 steps, cosine over 10 epochs. shared: every rank calls this (rank 0 clears the
+// directory, then a barrier); else rank 0 alone.
 TrainConfig small_config(const std::string& tag, int servers, int max_staleness, bool shared = true) {
-  TrainConfig c;
-  c.model = "lenet5";
-  c.data.name = "synthetic";
-  c.data.synthetic_shape = {1, 28, 28};
-  c.data.synthetic_classes = 10;
-  c.data.synthetic_train = 1024;
-  c.data.synthetic_test = 203;
-  c.batch_size = 8;
-  c.epochs = 10;
+  TrainConfig c = test::small_config(tag, 8);
   c.max_steps = 30;
-  c.eval_every = 0;
-  c.schedule.base_lr = 0.02;
   c.schedule.name = "cosine";
   c.schedule.total_epochs = 10;
-  c.optimizer.momentum = 0.9;
-  c.seed = 7;
-  c.quiet = true;
   c.mode = "async";
   c.servers = servers;
   c.max_staleness = max_staleness;
@@ -57,10 +47,7 @@ TrainConfig small_config(const std::string& tag, int servers, int max_staleness,
   return c;
 }
 
-std::vector<float> copy_params(const Trainer& t) {
-  const auto p = t.model().params();
-  return {p.begin(), p.end()};
-}
+using test::copy_params;
 
 double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return INFINITY;
