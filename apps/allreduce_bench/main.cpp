@@ -29,7 +29,8 @@ struct Options {
   int recv_depth = 2;
   double ps_chunk_kb = 1024;
   double hier_piece_kb = 4096;
-  std::string auto_ring_min = "256K";
+  std::string auto_ring_min = "64K";
+  std::string auto_ring_min_non_pow2 = "16K";
   std::string auto_ring_min_shm = "4M";
   std::string rd_doubling_max = "2K";
   bool mean = false;
@@ -61,6 +62,7 @@ ringtrain::BenchConfig make_config(const Options& o) {
   config.tuning.ps_chunk_bytes = static_cast<std::size_t>(o.ps_chunk_kb * 1024);
   config.tuning.hier_piece_bytes = static_cast<std::size_t>(o.hier_piece_kb * 1024);
   config.tuning.auto_ring_min_bytes = ringtrain::parse_byte_size(o.auto_ring_min);
+  config.tuning.auto_ring_min_bytes_non_pow2 = ringtrain::parse_byte_size(o.auto_ring_min_non_pow2);
   config.tuning.auto_ring_min_bytes_single_host = ringtrain::parse_byte_size(o.auto_ring_min_shm);
   config.tuning.rd_doubling_max_bytes = ringtrain::parse_byte_size(o.rd_doubling_max);
   return config;
@@ -111,7 +113,10 @@ int main(int argc, char** argv) {
                    "hier: the leaders all-reduce the node sum in pieces of this size (KiB)")
         ->capture_default_str();
     app.add_option("--auto-ring-min", o.auto_ring_min,
-                   "auto across hosts: ring from this size on, rd below")
+                   "auto across hosts, power-of-two rank count: ring from this size on, rd below")
+        ->capture_default_str();
+    app.add_option("--auto-ring-min-non-pow2", o.auto_ring_min_non_pow2,
+                   "auto across hosts, other rank counts: ring from this size on, rd below")
         ->capture_default_str();
     app.add_option("--auto-ring-min-shm", o.auto_ring_min_shm,
                    "auto on one host: ring from this size on")
@@ -149,6 +154,9 @@ int main(int argc, char** argv) {
       for (const auto& h : hosts) host_list += (host_list.empty() ? "" : ",") + h;
       const bool single_host = comm->single_host();
       const auto& layout = comm->layout();
+      const std::size_t rd_below =
+          single_host ? config.tuning.auto_ring_min_bytes_single_host
+                      : ringtrain::auto_ring_min_bytes_across_hosts(config.tuning, layout.ranks);
       std::cout << "# allreduce_bench: " << comm->size() << " ranks, " << comm->library_version()
                 << ", hosts " << host_list << " (MPI_COMM_TYPE_SHARED: " << layout.nodes
                 << " node(s), " << layout.nodes_with_several_ranks
@@ -157,7 +165,7 @@ int main(int argc, char** argv) {
                                                                 std::size_t{64} << 20,
                                                                 ringtrain::Compression::kNone))
                 << " at 64 MiB, rd below "
-                << (single_host ? o.auto_ring_min_shm : o.auto_ring_min) << ")"
+                << rd_below / 1024 << "K)"
                 << "\n# ring chunk " << (single_host ? o.chunk_kb : o.net_chunk_kb) << " KiB x"
                 << o.recv_depth << ", transport " << o.compress << ", warmup "
                 << o.warmup << ", iters " << o.iters << " x best of " << o.repeats << ", op "

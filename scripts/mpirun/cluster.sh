@@ -10,6 +10,13 @@
 #   cluster.sh status
 #   cluster.sh down
 #
+# --burst is tc's token-bucket depth in bytes (tc reads "512kb" as 512 KB, "kbit" as bits):
+# a burst's worth of data that follows an idle gap leaves at memory speed, so calls of up
+# to about that size run faster than any real link of the rate would carry them. Compare
+# small messages with --burst 128kb, the smallest depth at which a bulk TCP stream still
+# reaches the 1 Gbit/s rate here (64kb: 0.086 GB/s, 16kb: 0.051 GB/s; the qdisc's timer
+# granularity needs the depth); see docs/benchmarks/allreduce-targets.md, section 5.
+#
 # Addresses: 10.213.0.(i+1)/24 for rt-node<i>, 10.213.0.254 for the root namespace's end of
 # the bridge (mpirun runs there and its daemons call back to it). Nothing outside the
 # namespaces, veths and bridge this script creates is changed; `down` removes all of it.

@@ -18,19 +18,36 @@
 // and are level from 256 KiB (ring 2.0 / 4.0 / 8.1 ms, rd 2.1 / 4.1 / 9.6 ms at 256 KiB /
 // 512 KiB / 1 MiB), rd ahead below (64 KiB: 0.09 against 0.18 ms). Hence the ring from
 // 256 KiB across hosts, rd below.
+// Re-measured on 2026-11-23 16:05-16:15 UTC on a quiet machine (load 1.6-2.4) with the
+// links' tbf burst at 128 KB (the default 512 KB lets any call of up to ~512 KiB that
+// follows an idle gap cross at memory speed, which no 1 Gbit NIC does; 128 KB is the
+// smallest burst at which a bulk TCP stream still reaches 0.119 GB/s), MTU 1500,
+// docs/benchmarks/allreduce-targets.md section 5. ring against rd, us:
+//   2 nodes: 4 KiB 47.8 / 47.7, 32 KiB 254 / 268, 64 KiB 541 / 541, 128 KiB 1057 / 1104
+//   3 nodes: 4 KiB 201 / 184, 16 KiB 174 / 225, 32 KiB 288 / 517, 64 KiB 711 / 1059
+//   4 nodes: 32 KiB 431 / 335, 64 KiB 765 / 787, 128 KiB 1565 / 1619, 256 KiB 3253 / 3606
+// Hence the ring from 64 KiB across hosts (2 and 4 nodes: level or ahead from 32-64 KiB),
+// and from 16 KiB when the rank count is not a power of two (3 nodes: rd folds the third
+// rank in with two extra rounds and is 1.3-1.8x slower from 16 KiB on).
 // With several ranks on more than one node, hier sends each vector over a node's link
 // once instead of once per rank (docs/benchmarks/allreduce-emulated-cluster.txt).
 #include "collectives/AllreduceTuning.h"
 
 namespace ringtrain {
 
+std::size_t auto_ring_min_bytes_across_hosts(const AllreduceTuning& tuning, int ranks) {
+  const bool pow2 = ranks > 0 && (ranks & (ranks - 1)) == 0;
+  return pow2 ? tuning.auto_ring_min_bytes : tuning.auto_ring_min_bytes_non_pow2;
+}
+
 AllreduceAlgo choose_auto_algo(std::size_t bytes, const NodeLayout& layout,
                                Compression compression, const AllreduceTuning& tuning) {
   if (layout.ranks <= 1) return AllreduceAlgo::kRing;
   if (layout.nodes_with_several_ranks > 1) return AllreduceAlgo::kHierarchical;
   if (compression != Compression::kNone) return AllreduceAlgo::kRing;
-  const std::size_t threshold =
-      layout.nodes == 1 ? tuning.auto_ring_min_bytes_single_host : tuning.auto_ring_min_bytes;
+  const std::size_t threshold = layout.nodes == 1
+                                    ? tuning.auto_ring_min_bytes_single_host
+                                    : auto_ring_min_bytes_across_hosts(tuning, layout.ranks);
   return bytes < threshold ? AllreduceAlgo::kRecursiveDoubling : AllreduceAlgo::kRing;
 }
 

@@ -27,10 +27,12 @@ struct AllreduceTuning {
   // rd: vectors up to this size use plain recursive doubling (whole vector, log2 p steps)
   // instead of Rabenseifner's halving-doubling (2 log2 p steps, half the bytes).
   std::size_t rd_doubling_max_bytes = 2 * 1024;
-  // auto: below these sizes use `rd`, from them on the ring; one threshold for ranks
-  // spread over several hosts (network), one for all ranks on one host (shared memory).
-  // Measured crossovers, see AllreduceTuning.cpp.
-  std::size_t auto_ring_min_bytes = 256 * 1024;
+  // auto: below these sizes use `rd`, from them on the ring. Across hosts (network) one
+  // threshold for a power-of-two rank count and a lower one for other counts, where rd pays
+  // extra rounds to fold the surplus ranks in; one threshold for all ranks on one host
+  // (shared memory). Measured crossovers, see AllreduceTuning.cpp.
+  std::size_t auto_ring_min_bytes = 64 * 1024;
+  std::size_t auto_ring_min_bytes_non_pow2 = 16 * 1024;
   std::size_t auto_ring_min_bytes_single_host = 4 * 1024 * 1024;
 };
 
@@ -43,9 +45,14 @@ struct NodeLayout {
   int nodes_with_several_ranks = 0;
 };
 
+// The smallest vector `auto` sends with the ring between `ranks` ranks on different hosts
+// (rd below it): auto_ring_min_bytes, or auto_ring_min_bytes_non_pow2 when ranks is not a
+// power of two. hier's leaders use it too.
+std::size_t auto_ring_min_bytes_across_hosts(const AllreduceTuning& tuning, int ranks);
+
 // The algorithm `auto` runs for a vector of `bytes` bytes: hier when more than one node
-// has more than one rank; otherwise rd below the size threshold of the layout (one host
-// or several) and the ring from it on. rd moves fp32 only, so with 16-bit transport the
+// has more than one rank; otherwise rd below the size threshold of the layout (one host,
+// or several hosts with a power-of-two rank count or not) and the ring from it on. rd moves fp32 only, so with 16-bit transport the
 // ring (or hier) is chosen at every size.
 AllreduceAlgo choose_auto_algo(std::size_t bytes, const NodeLayout& layout,
                                Compression compression, const AllreduceTuning& tuning);

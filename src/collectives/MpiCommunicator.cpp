@@ -100,7 +100,8 @@ AllreduceAlgo MpiCommunicator::resolve(AllreduceAlgo algo, std::size_t bytes,
 }
 
 void MpiCommunicator::across_nodes(std::span<float> data, float scale, Compression compression) {
-  if (compression == Compression::kNone && data.size_bytes() < tuning_.auto_ring_min_bytes) {
+  if (compression == Compression::kNone &&
+      data.size_bytes() < auto_ring_min_bytes_across_hosts(tuning_, layout_.nodes)) {
     halving_doubling_allreduce(leader_comm_, data, scale, tuning_.rd_doubling_max_bytes, scratch_,
                                stats_);
   } else {

@@ -118,6 +118,7 @@ TEST_CASE("ring byte formulas match a step-by-step count of the segments moved")
 TEST_CASE("auto: hier for several ranks on several nodes, else rd below the threshold") {
   AllreduceTuning tuning;
   tuning.auto_ring_min_bytes = 1000;
+  tuning.auto_ring_min_bytes_non_pow2 = 300;
   tuning.auto_ring_min_bytes_single_host = 5000;
   const Compression none = Compression::kNone;
   const NodeLayout spread{4, 4, 0};    // one rank per node
@@ -126,6 +127,22 @@ TEST_CASE("auto: hier for several ranks on several nodes, else rd below the thre
   CHECK(choose_auto_algo(1000, spread, none, tuning) == AllreduceAlgo::kRing);
   CHECK(choose_auto_algo(4999, one_host, none, tuning) == AllreduceAlgo::kRecursiveDoubling);
   CHECK(choose_auto_algo(5000, one_host, none, tuning) == AllreduceAlgo::kRing);
+  // Across hosts with a rank count that is not a power of two: the lower threshold.
+  const NodeLayout three_nodes{3, 3, 0};
+  CHECK(choose_auto_algo(299, three_nodes, none, tuning) == AllreduceAlgo::kRecursiveDoubling);
+  CHECK(choose_auto_algo(300, three_nodes, none, tuning) == AllreduceAlgo::kRing);
+  CHECK(choose_auto_algo(299, NodeLayout{6, 6, 0}, none, tuning) ==
+        AllreduceAlgo::kRecursiveDoubling);
+  CHECK(choose_auto_algo(300, NodeLayout{6, 6, 0}, none, tuning) == AllreduceAlgo::kRing);
+  CHECK(choose_auto_algo(999, NodeLayout{8, 8, 0}, none, tuning) ==
+        AllreduceAlgo::kRecursiveDoubling);
+  CHECK(auto_ring_min_bytes_across_hosts(tuning, 2) == 1000);
+  CHECK(auto_ring_min_bytes_across_hosts(tuning, 3) == 300);
+  CHECK(auto_ring_min_bytes_across_hosts(tuning, 4) == 1000);
+  // The defaults keep the measured order: single host > power of two > other counts.
+  const AllreduceTuning defaults;
+  CHECK(defaults.auto_ring_min_bytes_non_pow2 < defaults.auto_ring_min_bytes);
+  CHECK(defaults.auto_ring_min_bytes < defaults.auto_ring_min_bytes_single_host);
   CHECK(choose_auto_algo(std::size_t{1} << 26, NodeLayout{2, 1, 1}, none, tuning) ==
         AllreduceAlgo::kRing);
   // 2 nodes x 2 ranks: hier at every size; one node with two ranks and one with one: not.
