@@ -22,7 +22,7 @@
 // links' tbf burst at 128 KB (the default 512 KB lets any call of up to ~512 KiB that
 // follows an idle gap cross at memory speed, which no 1 Gbit NIC does; 128 KB is the
 // smallest burst at which a bulk TCP stream still reaches 0.119 GB/s), MTU 1500,
-// docs/benchmarks/allreduce-targets.md section 5. ring against rd, us:
+// docs/benchmarks/allreduce-targets.md, "auto". ring against rd, us:
 //   2 nodes: 4 KiB 47.8 / 47.7, 32 KiB 254 / 268, 64 KiB 541 / 541, 128 KiB 1057 / 1104
 //   3 nodes: 4 KiB 201 / 184, 16 KiB 174 / 225, 32 KiB 288 / 517, 64 KiB 711 / 1059
 //   4 nodes: 32 KiB 431 / 335, 64 KiB 765 / 787, 128 KiB 1565 / 1619, 256 KiB 3253 / 3606

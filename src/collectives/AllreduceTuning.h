@@ -51,9 +51,10 @@ struct NodeLayout {
 std::size_t auto_ring_min_bytes_across_hosts(const AllreduceTuning& tuning, int ranks);
 
 // The algorithm `auto` runs for a vector of `bytes` bytes: hier when more than one node
-// has more than one rank; otherwise rd below the size threshold of the layout (one host,
-// or several hosts with a power-of-two rank count or not) and the ring from it on. rd moves fp32 only, so with 16-bit transport the
-// ring (or hier) is chosen at every size.
+// has more than one rank; otherwise rd below the size threshold of the layout (one host;
+// several hosts with a power-of-two rank count; several hosts with another count) and the
+// ring from it on. rd moves fp32 only, so with 16-bit transport the ring (or hier) is
+// chosen at every size.
 AllreduceAlgo choose_auto_algo(std::size_t bytes, const NodeLayout& layout,
                                Compression compression, const AllreduceTuning& tuning);
 
