@@ -15,8 +15,8 @@
 #include "nn/Model.h"
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
-#include "train/Evaluate.h"
-#include "train/Trace.h"
+#include "run/Evaluate.h"
+#include "trace/Trace.h"
 #include "train/Trainer.h"
 
 namespace ringtrain {

@@ -9,7 +9,7 @@
 
 #include "collectives/Communicator.h"
 #include "collectives/StallWatchdog.h"
-#include "train/TrainConfig.h"
+#include "run/TrainConfig.h"
 
 namespace ringtrain {
 

@@ -14,7 +14,7 @@
 
 #include "Commands.h"
 #include "collectives/MpiEnvironment.h"
-#include "train/StopSignals.h"
+#include "run/StopSignals.h"
 #include "train/Trainer.h"
 
 namespace {

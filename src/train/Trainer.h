@@ -11,7 +11,7 @@
 #include <string>
 
 #include "collectives/Communicator.h"
-#include "train/TrainConfig.h"
+#include "run/TrainConfig.h"
 
 namespace ringtrain {
 

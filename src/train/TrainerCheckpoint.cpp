@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "train/Checkpoint.h"
-#include "train/CheckpointIo.h"
-#include "train/TrainerShared.h"
+#include "checkpoint/Checkpoint.h"
+#include "checkpoint/CheckpointIo.h"
+#include "run/TrainerShared.h"
 #include "train/TrainerState.h"
 
 namespace ringtrain {

@@ -2,7 +2,7 @@
 // rank-<r>.jsonl, and summary.json with every rank's totals.
 #include <algorithm>
 
-#include "train/TrainerShared.h"
+#include "run/TrainerShared.h"
 #include "train/TrainerState.h"
 
 namespace ringtrain {

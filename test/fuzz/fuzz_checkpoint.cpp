@@ -5,8 +5,8 @@
 #include <exception>
 #include <span>
 
-#include "train/Checkpoint.h"
-#include "train/Evaluate.h"
+#include "checkpoint/Checkpoint.h"
+#include "run/Evaluate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/Json.h"
-#include "train/JsonLines.h"
+#include "logs/JsonLines.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

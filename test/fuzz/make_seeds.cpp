@@ -6,7 +6,7 @@
 #include <string>
 
 #include "datasets/dataset_test_util.h"
-#include "train/Checkpoint.h"
+#include "checkpoint/Checkpoint.h"
 
 using namespace ringtrain;
 using namespace ringtrain::test;

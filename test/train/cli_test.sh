@@ -22,8 +22,8 @@ data=(--dataset synthetic --synthetic-shape 1x28x28 --synthetic-train 512 --synt
       --batch-size 16 --lr 0.02 --quiet)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# shellcheck source=mpi_ranks.sh
-source "$here/mpi_ranks.sh"
+# shellcheck source=../support/mpi_ranks.sh
+source "$here/../support/mpi_ranks.sh"
 expect_fail() {  # expect_fail <log> <expected exit: nonzero|2> <pattern> <ranks>
   local log=$1 want=$2 pattern=$3 ranks=$4 code=$5
   if [[ $want == 2 && $code -ne 2 ]]; then cat "$log" >&2; fail "expected exit 2, got $code"; fi
@@ -158,7 +158,7 @@ resume_sigterm)
   # The resumed run added event files beside the first run's; together they match the
   # appended logs.
   [[ $(ls "$work/cut/tensorboard/epoch" | wc -l) -eq 2 ]] || fail "resume did not add a second event file"
-  $py "$here/tensorboard_check.py" "$work/cut" 2 || fail "event files of the resumed run do not match its logs"
+  $py "$here/../tensorboard/tensorboard_check.py" "$work/cut" 2 || fail "event files of the resumed run do not match its logs"
   ;;
 signal_storm)
   # SIGTERM every 150 us at a training process whose Linear layers run oneDNN 2.6.3's jit
@@ -312,17 +312,17 @@ tensorboard)
   ready || { kill -KILL $launcher; cat "$work/tb.log" >&2; fail "no resource records and 2 epochs within 120 s"; }
   signal_ranks TERM $launcher || fail "no rank to signal"
   wait $launcher || { cat "$work/tb.log" >&2; fail "the signalled run did not exit cleanly"; }
-  $py "$here/tensorboard_check.py" "$work/tb" 2 || fail "event files do not match the logs"
+  $py "$here/../tensorboard/tensorboard_check.py" "$work/tb" 2 || fail "event files do not match the logs"
   # The check can fail: one flipped payload byte is a CRC mismatch.
   cp -r "$work/tb" "$work/tb-bad"
   ev=$(ls "$work/tb-bad/tensorboard/rank-1"/events.out.tfevents.*)
   printf '\x55' | dd of="$ev" bs=1 seek=$(($(stat -c %s "$ev") - 10)) conv=notrunc status=none
-  $py "$here/tensorboard_check.py" "$work/tb-bad" 2 > "$work/log" 2>&1 && fail "a corrupt event file passed"
+  $py "$here/../tensorboard/tensorboard_check.py" "$work/tb-bad" 2 > "$work/log" 2>&1 && fail "a corrupt event file passed"
   grep -q "bad data CRC" "$work/log" || { cat "$work/log" >&2; fail "corrupt event file: no CRC error"; }
   # A new run in the same directory replaces the old event files (as it truncates
   # metrics.csv), so the check against the new logs passes.
   "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --run-dir "$work/tb" || fail "second run failed"
-  $py "$here/tensorboard_check.py" "$work/tb" 2 || fail "a rerun mixed old and new event files"
+  $py "$here/../tensorboard/tensorboard_check.py" "$work/tb" 2 || fail "a rerun mixed old and new event files"
   "$bin" train "${data[@]}" --epochs 1 --no-tensorboard --run-dir "$work/notb" || fail "--no-tensorboard run failed"
   [[ -e $work/notb/metrics.csv && ! -e $work/notb/tensorboard ]] || fail "--no-tensorboard wrote tensorboard/"
   ;;

@@ -20,9 +20,9 @@
 #include "collectives/MpiEnvironment.h"
 #include "common/Json.h"
 #include "support/mpi_test_util.h"
-#include "trainer_test_util.h"
+#include "support/trainer_test_util.h"
 #include "nn/Model.h"
-#include "train/Evaluate.h"
+#include "run/Evaluate.h"
 #include "train/Trainer.h"
 
 using namespace ringtrain;

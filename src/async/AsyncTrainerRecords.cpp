@@ -1,0 +1,297 @@
+// AsyncTrainer's checkpoints (the servers' shards and optimizer state, gathered into the
+// same file layout a sync run writes, plus the async position), --resume, and its logs:
+// worker step records with staleness, server records with updates/s and traffic, and
+// summary.json with every rank's role and figures.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "async/AsyncTrainerState.h"
+#include "checkpoint/Checkpoint.h"
+#include "checkpoint/CheckpointIo.h"
+#include "run/TrainerShared.h"
+
+namespace ringtrain {
+namespace {
+
+constexpr int kBuckets = AsyncTrainer::kHistogramBuckets;
+
+Json histogram_json(const double* counts) {
+  // {"0": n0, "1": n1, ...}: only non-zero buckets; the last one collects the rest.
+  Json j = Json::object();
+  for (int i = 0; i < kBuckets; ++i) {
+    if (counts[i] == 0.0) continue;
+    j.set(i + 1 == kBuckets ? fmt::format("{}+", i) : std::to_string(i), static_cast<std::int64_t>(counts[i]));
+  }
+  return j;
+}
+
+void fold(const std::vector<std::int64_t>& hist, double* out) {
+  for (std::size_t i = 0; i < hist.size(); ++i) out[std::min<std::size_t>(i, kBuckets - 1)] += static_cast<double>(hist[i]);
+}
+
+}  // namespace
+
+void AsyncTrainer::State::maybe_resume() {
+  std::optional<ResumeCheckpoint> resume = load_resume_checkpoint(comm, config.resume, checkpoint_dir, *model);
+  if (!resume) return;
+  const CheckpointData& ck = resume->data;
+  const std::filesystem::path& path = resume->path;
+  check_checkpoint_optimizer(ck, optimizer_name, state_slots * model->num_params(), path.string());
+  std::copy(ck.params.begin(), ck.params.end(), model->params().begin());
+  std::copy(ck.buffers.begin(), ck.buffers.end(), model->buffers().begin());
+  if (server) {
+    const std::size_t b = layout->begin(rank);
+    const std::size_t n = layout->size(rank);
+    std::copy_n(ck.params.begin() + static_cast<std::ptrdiff_t>(b), n, server->params().begin());
+    const auto state = server->optimizer_state();
+    for (std::size_t slot = 0; slot < state_slots; ++slot) {
+      std::copy_n(ck.optimizer_state.begin() + static_cast<std::ptrdiff_t>(slot * model->num_params() + b), n,
+                  state.begin() + static_cast<std::ptrdiff_t>(slot * n));
+    }
+    server->set_optimizer_steps(static_cast<std::uint64_t>(ck.meta.at("optimizer_steps").as_int()));
+  }
+  global_step = ck.meta.at("global_step").as_int();
+  if (server) server->set_updates(global_step);
+  epoch = static_cast<int>(ck.meta.at("epoch").as_int());
+  prior_elapsed = ck.meta.at("elapsed_s").as_double();
+  const Json* saved_mode = ck.meta.find("mode");
+  const Json* saved_workers = ck.meta.find("workers");
+  const bool same_split = saved_mode != nullptr && saved_mode->as_string() == "async" && saved_workers != nullptr &&
+                          saved_workers->as_int() == workers &&
+                          ck.meta.at("batch_size").as_int() == config.batch_size;
+  if (same_split) {
+    tickets_done = ck.meta.at("tickets_done").as_int();
+    epoch_totals.loss_sum = ck.meta.at("epoch_loss_sum").as_double();
+    epoch_totals.correct = ck.meta.at("epoch_correct").as_double();
+    epoch_totals.count = ck.meta.at("epoch_count").as_double();
+    epoch_totals.seconds = ck.meta.at("epoch_seconds").as_double();
+    // K = 0 works in whole rounds; another K may have stopped mid-round.
+    if (config.max_staleness == 0) tickets_done -= tickets_done % workers;
+    if (root()) {
+      fmt::print("ringtrain: resumed from {} at epoch {}, batch {} of {} (step {})\n", path.string(), epoch + 1,
+                 tickets_done, tickets_per_epoch, global_step);
+    }
+  } else if (root()) {
+    fmt::print("ringtrain: note: checkpoint {} was not written by an async run of {} worker(s) with batch {}: "
+               "continuing from the start of epoch {} (step {})\n",
+               path.string(), workers, config.batch_size, epoch + 1, global_step);
+  }
+}
+
+double AsyncTrainer::State::save_checkpoint() {
+  const auto t0 = Clock::now();
+  gather_model();
+  // The optimizer state in the sync layout: slot k of the whole vector is the servers'
+  // slot-k shards side by side.
+  std::vector<float> state(root() ? state_slots * model->num_params() : 0);
+  std::vector<float> piece;
+  for (int s = 0; s < servers; ++s) {
+    const std::size_t n = layout->size(s);
+    if (n == 0 || state_slots == 0) continue;
+    if (rank == s) {
+      const auto st = server->optimizer_state();
+      piece.assign(st.begin(), st.end());
+    } else {
+      piece.assign(state_slots * n, 0.0f);
+    }
+    comm.broadcast(std::span<float>(piece), s);
+    if (root()) {
+      for (std::size_t slot = 0; slot < state_slots; ++slot) {
+        std::copy_n(piece.begin() + static_cast<std::ptrdiff_t>(slot * n), n,
+                    state.begin() + static_cast<std::ptrdiff_t>(slot * model->num_params() + layout->begin(s)));
+      }
+    }
+  }
+  if (root()) {
+    CheckpointData ck;
+    const LoopPosition at{epoch, tickets_done / tickets_per_update(), global_step};
+    Json meta = checkpoint_meta(config, *model, world,
+                                {at, epoch_totals, elapsed(), optimizer_name, server->optimizer_steps(),
+                                 schedule->lr(static_cast<double>(epoch)), last_test_accuracy});
+    meta.set("mode", "async");
+    meta.set("servers", servers);
+    meta.set("workers", workers);
+    meta.set("max_staleness", config.max_staleness);
+    meta.set("server_updates", global_step);
+    meta.set("tickets_done", tickets_done);
+    ck.meta = std::move(meta);
+    const auto p = model->params();
+    ck.params.assign(p.begin(), p.end());
+    const auto b = model->buffers();
+    ck.buffers.assign(b.begin(), b.end());
+    ck.optimizer_state = std::move(state);
+    last_checkpoint = write_checkpoint(ck, config, checkpoint_dir, at, *log, [this] { return elapsed(); }, t0);
+  }
+  last_checkpoint = broadcast_string(comm, last_checkpoint.string(), 0);
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void AsyncTrainer::State::record_worker(const WorkerRecord& r) {
+  Json rec = Json::object();
+  rec.set("type", "step");
+  rec.set("role", "worker");
+  rec.set("t", elapsed());
+  rec.set("epoch", epoch + 1);
+  logged_steps += r.steps;
+  rec.set("step", logged_steps);  // this worker's own steps so far
+  rec.set("steps", r.steps);
+  rec.set("data_s", r.times.data);
+  rec.set("forward_s", r.times.forward);
+  rec.set("backward_s", r.times.backward);
+  // The push/pull exchange takes the all-reduce's place in the step.
+  rec.set("allreduce_s", r.times.exchange);
+  rec.set("wait_s", r.times.wait);
+  rec.set("optimizer_s", 0.0);
+  rec.set("checkpoint_s", 0.0);
+  rec.set("bytes_sent", bytes_sent());
+  rec.set("bytes_received", bytes_received());
+  rec.set("loss", r.count > 0 ? r.loss_sum / r.count : std::nan(""));
+  rec.set("images", static_cast<std::int64_t>(r.count));
+  Json st = Json::array();
+  for (auto v : r.staleness) st.push(v);
+  rec.set("staleness", std::move(st));
+  Json dl = Json::array();
+  for (auto v : r.delay) dl.push(v);
+  rec.set("delay", std::move(dl));
+  log->record(rec);
+  worker_totals.data += r.times.data;
+  worker_totals.forward += r.times.forward;
+  worker_totals.backward += r.times.backward;
+  worker_totals.exchange += r.times.exchange;
+  worker_totals.wait += r.times.wait;
+  if (std::chrono::duration<double>(Clock::now() - last_tick.time).count() >= 1.0) record_resources();
+}
+
+void AsyncTrainer::State::record_resources() {
+  const auto now = Clock::now();
+  const double dt = std::chrono::duration<double>(now - last_tick.time).count();
+  if (dt <= 0.0) return;
+  const ResourceSample rs = monitor.sample();
+  const Mark mark{now, bytes_sent(), bytes_received(), server ? server->updates() : 0};
+  log->record(resource_record(elapsed(), rs, mark.sent - last_tick.sent, mark.received - last_tick.received, dt));
+  if (server) {
+    Json srec = Json::object();
+    srec.set("type", "server");
+    srec.set("t", elapsed());
+    srec.set("epoch", epoch + 1);
+    srec.set("updates", mark.updates);
+    srec.set("updates_per_s", static_cast<double>(mark.updates - last_tick.updates) / dt);
+    srec.set("mb_in_per_s", static_cast<double>(mark.received - last_tick.received) / 1e6 / dt);
+    srec.set("mb_out_per_s", static_cast<double>(mark.sent - last_tick.sent) / 1e6 / dt);
+    srec.set("bytes_received", mark.received);
+    srec.set("bytes_sent", mark.sent);
+    log->record(srec);
+  }
+  log->flush();
+  last_tick = mark;
+}
+
+void AsyncTrainer::State::on_tick() {
+  record_resources();
+  if (root()) {
+    // Mid-segment, global_step still counts the updates before the segment.
+    const double n = server->epoch_count();
+    const double seconds = std::chrono::duration<double>(Clock::now() - epoch_started).count();
+    progress->step(tickets_done / tickets_per_update() + server->updates() - global_step,
+                   n > 0 ? server->epoch_loss_sum() / n : 0.0, n / std::max(seconds, 1e-9));
+  }
+}
+
+void AsyncTrainer::State::write_summary(const TrainResult& result) {
+  const ResourceSample rs = monitor.sample();
+  std::vector<double> mine = {result.wall_s,
+                              worker_totals.data,
+                              worker_totals.forward,
+                              worker_totals.backward,
+                              worker_totals.exchange,
+                              worker_totals.wait,
+                              checkpoint_seconds,
+                              eval_seconds,
+                              std::max(monitor.peak_rss_mb(), rs.peak_rss_mb),
+                              monitor.mean_cpu_percent(),
+                              static_cast<double>(bytes_sent()) / 1e6,
+                              static_cast<double>(bytes_received()) / 1e6,
+                              static_cast<double>(worker_steps),
+                              server ? static_cast<double>(server->updates()) : 0.0,
+                              segment_seconds};
+  const std::size_t fixed = mine.size();
+  mine.resize(fixed + 2 * kBuckets, 0.0);
+  if (worker) {
+    fold(worker->staleness_histogram(), mine.data() + fixed);
+    fold(worker->delay_histogram(), mine.data() + fixed + kBuckets);
+  }
+  const std::size_t width = mine.size();
+  const std::vector<double> all = gather_rows(comm, mine);
+
+  std::vector<double> total_staleness(kBuckets, 0.0), total_delay(kBuckets, 0.0);
+  for (int r = servers; r < world; ++r) {
+    const double* row = all.data() + width * static_cast<std::size_t>(r);
+    for (int i = 0; i < kBuckets; ++i) {
+      total_staleness[static_cast<std::size_t>(i)] += row[fixed + static_cast<std::size_t>(i)];
+      total_delay[static_cast<std::size_t>(i)] += row[fixed + kBuckets + static_cast<std::size_t>(i)];
+    }
+  }
+  staleness_all.assign(kBuckets, 0);
+  for (int i = 0; i < kBuckets; ++i) staleness_all[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(total_staleness[static_cast<std::size_t>(i)]);
+  if (!root()) return;
+
+  Json j = Json::object();
+  j.set("model", config.model);
+  j.set("dataset", config.data.name);
+  j.set("mode", "async");
+  j.set("world_size", world);
+  j.set("servers", servers);
+  j.set("workers", workers);
+  j.set("max_staleness", config.max_staleness);
+  j.set("batch_size", config.batch_size);
+  j.set("global_batch_size", config.max_staleness == 0 ? config.batch_size * workers : config.batch_size);
+  j.set("allreduce", "none");
+  j.set("wall_s", result.wall_s);
+  double images = 0.0;
+  for (int r = servers; r < world; ++r) images += all[width * static_cast<std::size_t>(r) + 12] * config.batch_size;
+  j.set("images_per_s", result.wall_s > 0 ? images / result.wall_s : 0.0);
+  set_result_fields(j, result, config);
+  j.set("staleness_histogram", histogram_json(total_staleness.data()));
+  j.set("delay_histogram", histogram_json(total_delay.data()));
+  Json ranks = Json::array();
+  for (int r = 0; r < world; ++r) {
+    const double* row = all.data() + width * static_cast<std::size_t>(r);
+    const bool srv = r < servers;
+    Json rj = Json::object();
+    rj.set("rank", r);
+    rj.set("role", srv ? "server" : "worker");
+    rj.set("host", hosts[static_cast<std::size_t>(r)]);
+    rj.set("wall_s", row[0]);
+    rj.set("images_per_s", row[0] > 0 ? row[12] * config.batch_size / row[0] : 0.0);
+    Json p = Json::object();
+    p.set("data", row[1]);
+    p.set("forward", row[2]);
+    p.set("backward", row[3]);
+    p.set("allreduce", row[4]);
+    p.set("wait", row[5]);
+    p.set("optimizer", 0.0);
+    p.set("checkpoint", row[6]);
+    p.set("eval", row[7]);
+    rj.set("phases_s", std::move(p));
+    rj.set("peak_rss_mb", row[8]);
+    rj.set("mean_cpu_percent", row[9]);
+    rj.set("mb_sent", row[10]);
+    rj.set("mb_received", row[11]);
+    rj.set("busy_s", row[14]);
+    if (srv) {
+      rj.set("updates", static_cast<std::int64_t>(row[13]));
+      rj.set("updates_per_s", row[14] > 0 ? row[13] / row[14] : 0.0);
+    } else {
+      rj.set("steps", static_cast<std::int64_t>(row[12]));
+      rj.set("steps_per_s", row[14] > 0 ? row[12] / row[14] : 0.0);
+      rj.set("staleness_histogram", histogram_json(row + fixed));
+      rj.set("delay_histogram", histogram_json(row + fixed + kBuckets));
+    }
+    ranks.push(std::move(rj));
+  }
+  j.set("ranks", std::move(ranks));
+  log->write_json("summary.json", j);
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,291 @@
+// Checkpoint serialisation. Layout (little-endian):
+//   "RINGTRCK" | u32 format version | u32 section count |
+//   section table: { char name[16]; u64 offset; u64 size; u32 crc32; u32 reserved } x count |
+//   u32 crc32 of everything above | section payloads.
+#include "checkpoint/Checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "checkpoint/CheckpointMeta.h"
+
+namespace ringtrain {
+namespace {
+
+constexpr std::array<char, 8> kMagic = {'R', 'I', 'N', 'G', 'T', 'R', 'C', 'K'};
+constexpr std::size_t kNameBytes = 16;
+constexpr std::size_t kEntryBytes = kNameBytes + 8 + 8 + 4 + 4;
+constexpr std::size_t kPreambleBytes = kMagic.size() + 4 + 4;
+constexpr const char* kSectionNames[] = {"meta", "params", "buffers", "optimizer"};
+
+std::uint32_t crc32_of(std::span<const std::byte> bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib's length is uInt: feed in pieces so multi-GB buffers work.
+  std::size_t pos = 0;
+  while (pos < bytes.size()) {
+    const std::size_t n = std::min<std::size_t>(bytes.size() - pos, 1u << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + pos), static_cast<uInt>(n));
+    pos += n;
+  }
+  return static_cast<std::uint32_t>(crc);
+}
+
+// Writes into a buffer sized up front (vector::insert of bytes trips a GCC 12
+// -Wstringop-overflow false positive, and one allocation is cheaper anyway).
+class ByteWriter {
+ public:
+  explicit ByteWriter(std::vector<std::byte>& out) : out_(out) {}
+  void bytes(const void* p, std::size_t n) {
+    if (n > 0) std::memcpy(out_.data() + pos_, p, n);
+    pos_ += n;
+  }
+  template <typename T>
+  void put(T value) {
+    bytes(&value, sizeof(T));
+  }
+  std::size_t pos() const noexcept { return pos_; }
+
+ private:
+  std::vector<std::byte>& out_;
+  std::size_t pos_ = 0;
+};
+
+template <typename T>
+T get(std::span<const std::byte> bytes, std::size_t offset) {
+  T value;
+  std::memcpy(&value, bytes.data() + offset, sizeof(T));
+  return value;
+}
+
+std::span<const std::byte> as_bytes_of(const std::vector<float>& v) { return std::as_bytes(std::span(v)); }
+
+std::vector<float> floats_from(std::span<const std::byte> bytes, const std::string& source, const char* section) {
+  if (bytes.size() % sizeof(float) != 0) {
+    throw std::runtime_error(fmt::format("{}: section '{}': size {} is not a multiple of 4 bytes", source,
+                                         section, bytes.size()));
+  }
+  std::vector<float> out(bytes.size() / sizeof(float));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::byte> Checkpoint::serialize(const CheckpointData& data) {
+  const std::string meta_text = data.meta.dump(2);
+  const std::span<const std::byte> payloads[] = {
+      std::as_bytes(std::span(meta_text.data(), meta_text.size())),
+      as_bytes_of(data.params),
+      as_bytes_of(data.buffers),
+      as_bytes_of(data.optimizer_state),
+  };
+  constexpr std::uint32_t count = std::size(kSectionNames);
+
+  std::size_t total = kPreambleBytes + count * kEntryBytes + 4;
+  for (const auto& p : payloads) total += p.size();
+  std::vector<std::byte> out(total);
+  ByteWriter w(out);
+
+  w.bytes(kMagic.data(), kMagic.size());
+  w.put<std::uint32_t>(kFormatVersion);
+  w.put<std::uint32_t>(count);
+  std::uint64_t offset = kPreambleBytes + count * kEntryBytes + 4;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::array<char, kNameBytes> name{};
+    std::strncpy(name.data(), kSectionNames[i], kNameBytes - 1);
+    w.bytes(name.data(), kNameBytes);
+    w.put<std::uint64_t>(offset);
+    w.put<std::uint64_t>(payloads[i].size());
+    w.put<std::uint32_t>(crc32_of(payloads[i]));
+    w.put<std::uint32_t>(0);
+    offset += payloads[i].size();
+  }
+  w.put<std::uint32_t>(crc32_of(std::span(out).first(w.pos())));
+  for (const auto& p : payloads) w.bytes(p.data(), p.size());
+  return out;
+}
+
+CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const std::string& source) {
+  auto fail = [&](const std::string& section, const std::string& what) -> std::runtime_error {
+    return std::runtime_error(fmt::format("{}: {}: {}", source, section, what));
+  };
+  if (bytes.size() < kPreambleBytes ||
+      std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0) {
+    throw fail("header", "not a ringtrain checkpoint (bad magic)");
+  }
+  const auto version = get<std::uint32_t>(bytes, 8);
+  if (version != kFormatVersion) {
+    throw fail("header", fmt::format("format version {} is not supported (expected {})", version,
+                                     kFormatVersion));
+  }
+  const auto count = get<std::uint32_t>(bytes, 12);
+  if (count != std::size(kSectionNames)) {
+    throw fail("header", fmt::format("{} sections, expected {}", count, std::size(kSectionNames)));
+  }
+  const std::size_t table_end = kPreambleBytes + count * kEntryBytes;
+  if (bytes.size() < table_end + 4) throw fail("header", "file truncated inside the section table");
+  if (crc32_of(bytes.first(table_end)) != get<std::uint32_t>(bytes, table_end)) {
+    throw fail("header", "CRC32 mismatch in the section table (corrupt file)");
+  }
+
+  std::span<const std::byte> sections[std::size(kSectionNames)];
+  std::uint64_t expected_offset = table_end + 4;  // payloads follow the table back to back
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::size_t entry = kPreambleBytes + i * kEntryBytes;
+    char name[kNameBytes + 1] = {};
+    std::memcpy(name, bytes.data() + entry, kNameBytes);
+    if (std::string(name) != kSectionNames[i]) {
+      throw fail("header", fmt::format("section {} is '{}', expected '{}'", i, name, kSectionNames[i]));
+    }
+    const auto offset = get<std::uint64_t>(bytes, entry + kNameBytes);
+    const auto size = get<std::uint64_t>(bytes, entry + kNameBytes + 8);
+    const auto crc = get<std::uint32_t>(bytes, entry + kNameBytes + 16);
+    if (offset > bytes.size() || size > bytes.size() - offset) {
+      throw fail(kSectionNames[i], fmt::format("needs bytes [{}, {}) but the file has {} (truncated)", offset,
+                                               offset + size, bytes.size()));
+    }
+    if (offset != expected_offset) {
+      throw fail(kSectionNames[i], fmt::format("starts at byte {}, expected {} (sections follow the table back to back)",
+                                               offset, expected_offset));
+    }
+    expected_offset = offset + size;
+    sections[i] = bytes.subspan(offset, size);
+    if (crc32_of(sections[i]) != crc) throw fail(kSectionNames[i], "CRC32 mismatch (corrupt data)");
+  }
+  if (expected_offset != bytes.size()) {
+    throw fail("trailer", fmt::format("{} unexpected bytes after the last section (the file should end at byte {})",
+                                      bytes.size() - expected_offset, expected_offset));
+  }
+
+  CheckpointData data;
+  try {
+    data.meta = Json::parse(std::string_view(reinterpret_cast<const char*>(sections[0].data()), sections[0].size()));
+  } catch (const std::exception& e) {
+    throw fail("meta", e.what());
+  }
+  data.params = floats_from(sections[1], source, "params");
+  validate_checkpoint_meta(data.meta, data.params.size(), source);
+  data.buffers = floats_from(sections[2], source, "buffers");
+  data.optimizer_state = floats_from(sections[3], source, "optimizer");
+  return data;
+}
+
+std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const std::byte> bytes) {
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw std::runtime_error(fmt::format("{}: cannot create: {}", tmp.string(), std::strerror(errno)));
+  }
+  // Any failure from here on closes the descriptor and removes the partial .tmp, so a
+  // full disk leaves neither a leaked descriptor nor a stray file, and `path` untouched.
+  auto fail = [&](const char* what, int err) -> std::runtime_error {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    return std::runtime_error(fmt::format("{}: {} failed: {}", tmp.string(), what, std::strerror(err)));
+  };
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw fail("write", errno);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) throw fail("fsync", errno);
+  // close() reports deferred write errors on some filesystems (NFS): checked too.
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(fmt::format("{}: close failed: {}", tmp.string(), std::strerror(err)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(
+        fmt::format("{}: cannot rename {} onto it: {}", path.string(), tmp.filename().string(), std::strerror(err)));
+  }
+  // The rename is durable only once the directory entry is.
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return bytes.size();
+}
+
+std::vector<std::byte> Checkpoint::read_file(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open checkpoint: {}", path.string(), std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    throw std::runtime_error(fmt::format("{}: {}, expected a checkpoint file (ckpt-<step>.rtck)", path.string(),
+                                         dir ? "is a directory" : "is not a regular file"));
+  }
+  std::vector<std::byte> bytes(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      ::close(fd);
+      throw std::runtime_error(fmt::format("{}: read failed after {} of {} bytes{}", path.string(), done, bytes.size(),
+                                           err ? std::string(": ") + std::strerror(err) : std::string(" (file shrank)")));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+std::string Checkpoint::file_name(std::int64_t global_step) { return fmt::format("ckpt-{:09d}.rtck", global_step); }
+
+namespace {
+
+// Checkpoints in dir with their global steps, oldest first.
+std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(const std::filesystem::path& dir) {
+  std::vector<std::pair<std::int64_t, std::filesystem::path>> found;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() != 19 || name.rfind("ckpt-", 0) != 0 || name.substr(14) != ".rtck") continue;
+    const std::string digits = name.substr(5, 9);
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    found.emplace_back(std::stoll(digits), entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+}  // namespace
+
+std::filesystem::path Checkpoint::latest_in(const std::filesystem::path& dir) {
+  auto found = list_checkpoints(dir);
+  return found.empty() ? std::filesystem::path() : found.back().second;
+}
+
+void Checkpoint::prune(const std::filesystem::path& dir, int keep) {
+  if (keep <= 0) return;
+  auto found = list_checkpoints(dir);
+  const std::size_t excess = found.size() > static_cast<std::size_t>(keep) ? found.size() - keep : 0;
+  for (std::size_t i = 0; i < excess; ++i) std::filesystem::remove(found[i].second);
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,117 @@
+// Checkpoint evaluation and inspection.
+#include "run/Evaluate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include <zlib.h>
+
+#include <fmt/format.h>
+
+#include "common/MemoryBudget.h"
+#include "datasets/DistributedSampler.h"
+#include "nn/Model.h"
+#include "checkpoint/Checkpoint.h"
+#include "checkpoint/CheckpointIo.h"
+#include "train/Trainer.h"
+
+namespace ringtrain {
+
+DatasetConfig dataset_config_of(const Json& meta) {
+  DatasetConfig d;
+  const Json& c = meta.at("config");
+  d.name = c.at("dataset").as_string();
+  d.data_dir = c.at("data_dir").as_string();
+  if (const Json* n = c.find("normalize")) d.normalize = n->as_bool();
+  if (const Json* m = c.find("mean")) {
+    for (const Json& v : m->as_array()) d.norm_mean.push_back(static_cast<float>(v.as_double()));
+  }
+  if (const Json* sd = c.find("std")) {
+    for (const Json& v : sd->as_array()) d.norm_std.push_back(static_cast<float>(v.as_double()));
+  }
+  if (const Json* s = c.find("synthetic_shape")) {
+    int ch = 0, h = 0, w = 0;
+    if (std::sscanf(s->as_string().c_str(), "%dx%dx%d", &ch, &h, &w) == 3) d.synthetic_shape = {ch, h, w};
+    d.synthetic_classes = static_cast<int>(c.at("synthetic_classes").as_int());
+    d.synthetic_train = static_cast<std::size_t>(c.at("synthetic_train").as_int());
+    d.synthetic_test = static_cast<std::size_t>(c.at("synthetic_test").as_int());
+    d.seed = static_cast<std::uint64_t>(c.at("synthetic_seed").as_int());
+  }
+  return d;
+}
+
+EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test, int batch_size) {
+  DistributedSampler sampler(test.size(), comm.rank(), comm.size(), 0, DistributedSampler::Mode::kEval);
+  sampler.set_epoch(0);
+  const auto batch = static_cast<std::size_t>(std::max(batch_size, 1));
+  std::vector<float> src(batch * test.shape().numel());
+  std::vector<std::int32_t> labels(batch);
+  // Shards differ by at most one sample, so ranks may run different batch counts: no
+  // collective inside the loop, one sum at the end.
+  double sums[3] = {0.0, 0.0, 0.0};  // loss sum, correct, count
+  for (std::size_t s = 0; s < sampler.steps(batch); ++s) {
+    const auto idx = sampler.batch(s, batch);
+    load_batch(test, idx, src.data(), labels.data(), 0);
+    const LossResult r = model.forward(src.data(), labels.data(), static_cast<int>(idx.size()), Phase::kEval);
+    sums[0] += r.loss_sum;
+    sums[1] += static_cast<double>(r.correct);
+    sums[2] += static_cast<double>(r.count);
+  }
+  comm.allreduce_sum(sums);
+  EvalResult result;
+  result.loss = sums[0] / std::max(sums[2], 1.0);
+  result.accuracy = sums[1] / std::max(sums[2], 1.0);
+  result.samples = static_cast<std::size_t>(sums[2]);
+  result.model = model.name();
+  return result;
+}
+
+EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint,
+                               const std::optional<DatasetConfig>& data, int batch_size) {
+  const CheckpointData ck = load_checkpoint_collective(comm, checkpoint);
+  DatasetConfig config;
+  try {
+    config = data ? *data : dataset_config_of(ck.meta);
+  } catch (const std::exception& e) {
+    throw CollectiveError(fmt::format("{}: meta: no usable dataset configuration ({}); pass --dataset",
+                                      checkpoint.string(), e.what()));
+  }
+  const DatasetSplits splits = load_dataset(config);
+  require_memory(saturating_product({static_cast<std::uint64_t>(std::max(batch_size, 1)), splits.test->shape().numel(),
+                                     sizeof(float)}),
+                 fmt::format("--batch-size {} (the evaluation batch: {} x {} floats)", batch_size, batch_size,
+                             splits.test->shape().str()));
+  Model model(ck.meta.at("model").as_string(), splits.test->shape(), splits.test->classes());
+  check_checkpoint_matches(ck, model, checkpoint.string());
+  std::copy(ck.params.begin(), ck.params.end(), model.params().begin());
+  std::copy(ck.buffers.begin(), ck.buffers.end(), model.buffers().begin());
+
+  EvalResult result = evaluate_model(comm, model, *splits.test, batch_size);
+  result.model = model.name();
+  return result;
+}
+
+Json describe_checkpoint(const std::filesystem::path& checkpoint) {
+  const auto bytes = Checkpoint::read_file(checkpoint);
+  const CheckpointData ck = Checkpoint::deserialize(bytes, checkpoint.string());
+  Json j = ck.meta;
+  Json sections = Json::object();
+  sections.set("params_floats", ck.params.size());
+  sections.set("buffers_floats", ck.buffers.size());
+  sections.set("optimizer_floats", ck.optimizer_state.size());
+  sections.set("file_bytes", bytes.size());
+  // A fingerprint of the parameters alone: two checkpoints of the same state compare equal
+  // here even though their metadata (wall time) differs.
+  const auto param_bytes = std::as_bytes(std::span(ck.params));
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (std::size_t pos = 0; pos < param_bytes.size(); pos += 1u << 30) {
+    const std::size_t n = std::min<std::size_t>(param_bytes.size() - pos, 1u << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(param_bytes.data() + pos), static_cast<uInt>(n));
+  }
+  sections.set("params_crc32", static_cast<std::uint64_t>(crc));
+  j.set("sections", std::move(sections));
+  return j;
+}
+
+}  // namespace ringtrain

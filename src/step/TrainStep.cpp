@@ -1,0 +1,147 @@
+// The training step.
+#include "step/TrainStep.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/Random.h"
+#include "run/StopSignals.h"
+#include "train/Trainer.h"
+
+namespace ringtrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+TrainStep::TrainStep(Model& model, Optimizer& optimizer, const Dataset& train, TrainStepConfig config, int rank,
+                     int world)
+    : TrainStep(model, train, config, rank, world) {
+  optimizer_ = &optimizer;
+}
+
+TrainStep::TrainStep(Model& model, const Dataset& train, TrainStepConfig config, int rank, int world)
+    : model_(model),
+      optimizer_(nullptr),
+      train_(train),
+      config_(config),
+      rank_(rank),
+      sampler_(train.size(), rank, world, config.seed, DistributedSampler::Mode::kTrain) {
+  const auto batch = static_cast<std::size_t>(config_.batch_size);
+  steps_per_epoch_ = static_cast<std::int64_t>(sampler_.steps(batch)) / config_.accumulate;
+  src_.resize(batch * train.shape().numel());
+  labels_.resize(batch);
+  if (config_.accumulate > 1) accumulated_.resize(model.num_params());
+}
+
+PhaseTimes TrainStep::compute_gradients(const LoopPosition& at, StepTotals& local, const Hooks& hooks) {
+  if (sampler_.epoch() != static_cast<std::uint64_t>(at.epoch) || sampler_.indices().empty()) {
+    sampler_.set_epoch(static_cast<std::uint64_t>(at.epoch));
+  }
+  const int k = config_.accumulate;
+  const auto batch = static_cast<std::size_t>(config_.batch_size);
+  const std::uint64_t augment_key =
+      config_.augment
+          ? derive_seed(config_.seed, {static_cast<std::uint64_t>(RngPurpose::kAugment), static_cast<std::uint64_t>(at.epoch)})
+          : 0;
+  const auto grads = model_.grads();
+  const float inv = 1.0f / static_cast<float>(k);
+  PhaseTimes t;
+  local = {};
+  for (int micro = 0; micro < k; ++micro) {
+    if (config_.stop_cuts_step && stop_requested()) {
+      // The step will be discarded: its remaining compute is wasted time before the stop.
+      local.stop = 1.0;
+      if (hooks.after_forward) hooks.after_forward(local);
+      return t;
+    }
+    const bool last = micro + 1 == k;
+    const auto t0 = Clock::now();
+    const auto idx = sampler_.batch(static_cast<std::size_t>(at.step_in_epoch * k + micro), batch);
+    load_batch(train_, idx, src_.data(), labels_.data(), augment_key);
+    const auto t1 = Clock::now();
+    const std::uint64_t noise = derive_seed(
+        config_.seed, {static_cast<std::uint64_t>(RngPurpose::kDropout), static_cast<std::uint64_t>(at.global_step),
+                       static_cast<std::uint64_t>(rank_), static_cast<std::uint64_t>(micro)});
+    const LossResult r = model_.forward(src_.data(), labels_.data(), static_cast<int>(idx.size()), Phase::kTrain, noise);
+    const auto t2 = Clock::now();
+    local.loss_sum += r.loss_sum;
+    local.correct += static_cast<double>(r.correct);
+    local.count += static_cast<double>(r.count);
+    t.data += seconds_between(t0, t1);
+    t.forward += seconds_between(t1, t2);
+    if (last) {
+      local.stop = stop_requested() ? 1.0 : 0.0;
+      if (hooks.after_forward && !hooks.after_forward(local)) return t;
+    }
+    if (!last) {
+      model_.backward();
+      if (micro == 0) {
+        std::copy(grads.begin(), grads.end(), accumulated_.begin());
+      } else {
+        for (std::size_t i = 0; i < grads.size(); ++i) accumulated_[i] += grads[i];
+      }
+    } else if (k == 1) {
+      model_.backward(hooks.on_ready);
+    } else {
+      // The mean of K micro-batch means (the gradient of the mean over all K x B samples),
+      // formed range by range as backward finishes them, so only this micro-batch overlaps.
+      model_.backward([&](std::size_t offset, std::size_t count) {
+        for (std::size_t i = offset; i < offset + count; ++i) grads[i] = (accumulated_[i] + grads[i]) * inv;
+        if (hooks.on_ready) hooks.on_ready(offset, count);
+      });
+    }
+    if (last && config_.straggler_ms > 0.0) {
+      // Counted as backward: to the others this rank simply computes more slowly.
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config_.straggler_ms));
+    }
+    t.backward += seconds_between(t2, Clock::now());
+  }
+  return t;
+}
+
+StepResult TrainStep::run(const LoopPosition& at, double lr, GradientSync& sync) {
+  if (optimizer_ == nullptr) throw std::logic_error("TrainStep::run without an optimizer");
+  StepResult result;
+  sync.begin(model_.grads());
+  Hooks hooks;
+  hooks.after_forward = [&sync](StepTotals& totals) {
+    sync.agree(totals);
+    // Without overlap the sum is known here: a stopped step needs no backward.
+    return sync.overlapped() || totals.stop == 0.0;
+  };
+  if (sync.overlapped()) hooks.on_ready = [&sync](std::size_t offset, std::size_t count) { sync.ready(offset, count); };
+  result.times = compute_gradients(at, result.totals, hooks);
+  SyncTimes s = sync.finish();
+  result.times.allreduce = s.allreduce;
+  result.times.exposed = s.exposed;
+  result.times.wait = s.wait;
+  result.comm_slices = std::move(s.slices);
+
+  const StepTotals& sum = result.totals;
+  if (sum.stop > 0.0) {
+    result.applied = false;
+    return result;
+  }
+  if (!std::isfinite(sum.loss_sum)) {
+    throw CollectiveError(fmt::format("loss became {} at step {} (epoch {}, step {} of {}); lower --lr",
+                                      std::isnan(sum.loss_sum) ? "NaN" : "Inf", at.global_step + 1, at.epoch + 1,
+                                      at.step_in_epoch + 1, steps_per_epoch_));
+  }
+  const auto t0 = Clock::now();
+  optimizer_->step(model_.params(), model_.grads(), lr);
+  result.times.optimizer = seconds_between(t0, Clock::now());
+  return result;
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,90 @@
+// One training step (design.md §4): data -> forward -> backward, handing each finished
+// gradient range to GradientSync as backward produces it -> wait for the all-reduce ->
+// optimizer. It returns the step's timings; the loop around it (Trainer) owns epochs,
+// stopping, evaluation, logging and checkpoints. Its local half (compute_gradients) is also
+// what an asynchronous worker runs (AsyncWorker), with the parameter servers as the update.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "datasets/Dataset.h"
+#include "datasets/DistributedSampler.h"
+#include "nn/Model.h"
+#include "optim/Optimizer.h"
+#include "overlap/GradientSync.h"
+#include "run/LoopPosition.h"
+#include "step/PhaseTimes.h"
+
+namespace ringtrain {
+
+struct TrainStepConfig {
+  int batch_size = 64;     // per rank and micro-batch
+  int accumulate = 1;      // micro-batches per step
+  std::uint64_t seed = 42;
+  bool augment = false;
+  // An emulated slower node (--straggler-ms): this rank pauses this long after its backward
+  // each step. The caller picks the rank (the last one).
+  double straggler_ms = 0.0;
+  // true: a stop requested before a micro-batch cuts the step short (its update is discarded
+  // anyway). false: the step is computed whole (an asynchronous worker owes its servers the
+  // gradient of the batch it was handed; they decide what a stop discards).
+  bool stop_cuts_step = true;
+};
+
+struct StepResult {
+  PhaseTimes times;
+  StepTotals totals;   // summed over ranks
+  bool applied = true; // false: a stop was agreed and the update discarded (no optimizer step)
+  std::vector<std::pair<double, double>> comm_slices;  // SyncTimes::slices of this step
+};
+
+class TrainStep {
+ public:
+  TrainStep(Model& model, Optimizer& optimizer, const Dataset& train, TrainStepConfig config, int rank, int world);
+  // Without an optimizer: only compute_gradients() (the update happens elsewhere); rank and
+  // world name the sampler shard the batches come from.
+  TrainStep(Model& model, const Dataset& train, TrainStepConfig config, int rank, int world);
+
+  // Optimizer steps per epoch: this rank's share of the training set in whole micro-batches,
+  // over accumulate (the same on every rank).
+  std::int64_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
+
+  // What compute_gradients() calls on its way.
+  struct Hooks {
+    // After the last micro-batch's forward, with this rank's loss sums and stop flag; return
+    // false to skip the rest (backward): the step is discarded anyway.
+    std::function<bool(StepTotals&)> after_forward;
+    // As backward finishes each range of the final gradient (the mean over micro-batches).
+    GradReadyFn on_ready;
+  };
+
+  // The local half of step `at`, without any communication (usable by other update schemes):
+  // data, forward and backward of every micro-batch; leaves the mean gradient of this rank's
+  // samples in model.grads() and this rank's sums in local. If a stop is requested before a
+  // micro-batch (and config.stop_cuts_step), the remaining compute is skipped and local.stop
+  // is 1 (its gradient is discarded); after_forward is called exactly once either way.
+  PhaseTimes compute_gradients(const LoopPosition& at, StepTotals& local, const Hooks& hooks = {});
+
+  // The synchronous data-parallel step at `at`: compute_gradients, the loss/stop agreement
+  // and the bucketed all-reduce through sync (overlapped with backward if sync is), then the
+  // optimizer at lr unless a stop was agreed. Throws CollectiveError on every rank if the
+  // summed loss is not finite; std::logic_error if built without an optimizer.
+  StepResult run(const LoopPosition& at, double lr, GradientSync& sync);
+
+ private:
+  Model& model_;
+  Optimizer* optimizer_;  // null: compute_gradients() only
+  const Dataset& train_;
+  TrainStepConfig config_;
+  int rank_;
+  DistributedSampler sampler_;
+  std::int64_t steps_per_epoch_ = 0;
+  std::vector<float> src_;           // (batch, C, H, W)
+  std::vector<std::int32_t> labels_;
+  std::vector<float> accumulated_;   // accumulate > 1: the sum of the earlier micro-batches' gradients
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,246 @@
+// Checkpoint format: round trip, and every kind of damage is reported with the file and
+// the section, never silently accepted.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+
+#include "checkpoint/Checkpoint.h"
+
+using namespace ringtrain;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Metadata with every key the trainer writes, valid for 1000 parameters.
+Json valid_meta() {
+  Json config = Json::object();
+  config.set("model", "lenet5");
+  config.set("dataset", "synthetic");
+  config.set("data_dir", "");
+  config.set("normalize", true);
+  config.set("mean", Json::array());
+  config.set("std", Json::array());
+  config.set("synthetic_shape", "1x28x28");
+  config.set("synthetic_classes", 10);
+  config.set("synthetic_train", 512);
+  config.set("synthetic_test", 200);
+  config.set("synthetic_seed", 0);
+  Json m = Json::object();
+  m.set("format_version", Checkpoint::kFormatVersion);
+  m.set("model", "lenet5");
+  m.set("signature", "conv(1->6,5x5) ...");
+  m.set("input_shape", "1x28x28");
+  m.set("classes", 10);
+  m.set("num_params", 1000);
+  m.set("world_size", 2);
+  m.set("batch_size", 16);
+  m.set("global_step", 1234);
+  m.set("epoch", 3);
+  m.set("step_in_epoch", 7);
+  m.set("elapsed_s", 12.5);
+  m.set("epoch_loss_sum", 3.25);
+  m.set("epoch_correct", 70.0);
+  m.set("epoch_count", 112.0);
+  m.set("epoch_seconds", 0.75);
+  m.set("seed", 42);
+  m.set("optimizer", "sgd");
+  m.set("optimizer_steps", 1234);
+  m.set("lr", 0.01);
+  m.set("test_accuracy", 0.5);
+  m.set("config", std::move(config));
+  return m;
+}
+
+CheckpointData sample() {
+  CheckpointData d;
+  d.meta = valid_meta();
+  for (int i = 0; i < 1000; ++i) d.params.push_back(static_cast<float>(i) * 0.25f - 3.0f);
+  d.buffers = {1.0f, 2.0f};
+  d.optimizer_state.assign(1000, 0.5f);
+  return d;
+}
+
+std::filesystem::path temp_dir() {
+  auto dir = std::filesystem::temp_directory_path() / "ringtrain_checkpoint_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("Checkpoint round-trips bit-exactly through a file") {
+  const auto dir = temp_dir();
+  const CheckpointData d = sample();
+  const auto path = dir / Checkpoint::file_name(1234);
+  const auto bytes = Checkpoint::serialize(d);
+  CHECK(Checkpoint::write(path, bytes) == bytes.size());
+  CHECK_FALSE(std::filesystem::exists(path.string() + ".tmp"));
+
+  const CheckpointData back = Checkpoint::deserialize(Checkpoint::read_file(path), path.string());
+  CHECK(back.meta.dump() == d.meta.dump());
+  CHECK(back.params == d.params);
+  CHECK(back.buffers == d.buffers);
+  CHECK(back.optimizer_state == d.optimizer_state);
+}
+
+TEST_CASE("Checkpoint detects a flipped byte in every section") {
+  const CheckpointData d = sample();
+  const auto clean = Checkpoint::serialize(d);
+  // Offsets inside: the preamble/table, the meta JSON, the params, the optimizer state.
+  const std::size_t table_end = 16 + 4 * 40 + 4;
+  const std::size_t meta_size = d.meta.dump(2).size();
+  struct Case {
+    std::size_t offset;
+    const char* section;
+  } cases[] = {
+      {20, "header"},
+      {table_end + 3, "meta"},
+      {table_end + meta_size + 100, "params"},
+      {clean.size() - 10, "optimizer"},
+  };
+  for (const auto& c : cases) {
+    auto bad = clean;
+    bad[c.offset] ^= std::byte{0x40};
+    CHECK_THROWS_WITH(Checkpoint::deserialize(bad, "x.rtck"),
+                      Contains("x.rtck") && Contains(c.section) && Contains("CRC32"));
+  }
+}
+
+TEST_CASE("Checkpoint rejects truncation, bad magic and unknown versions") {
+  const auto clean = Checkpoint::serialize(sample());
+  auto truncated = clean;
+  truncated.resize(clean.size() - 7);
+  CHECK_THROWS_WITH(Checkpoint::deserialize(truncated, "t.rtck"),
+                    Contains("t.rtck") && Contains("optimizer") && Contains("truncated"));
+
+  auto short_file = clean;
+  short_file.resize(30);
+  CHECK_THROWS_WITH(Checkpoint::deserialize(short_file, "s.rtck"), Contains("truncated inside the section table"));
+
+  auto magic = clean;
+  magic[0] = std::byte{'X'};
+  CHECK_THROWS_WITH(Checkpoint::deserialize(magic, "m.rtck"), Contains("not a ringtrain checkpoint"));
+
+  auto version = clean;
+  version[8] = std::byte{99};
+  CHECK_THROWS_WITH(Checkpoint::deserialize(version, "v.rtck"), Contains("format version 99"));
+}
+
+TEST_CASE("Checkpoint reports a missing file with its path") {
+  CHECK_THROWS_WITH(Checkpoint::read_file("/nonexistent/dir/ckpt.rtck"),
+                    Contains("/nonexistent/dir/ckpt.rtck") && Contains("cannot open"));
+}
+
+TEST_CASE("Checkpoint finds the newest and prunes old ones") {
+  const auto dir = temp_dir();
+  const auto bytes = Checkpoint::serialize(sample());
+  for (std::int64_t step : {5, 100, 20, 7}) Checkpoint::write(dir / Checkpoint::file_name(step), bytes);
+  std::ofstream(dir / "notes.txt") << "not a checkpoint";
+  CHECK(Checkpoint::latest_in(dir).filename() == "ckpt-000000100.rtck");
+  Checkpoint::prune(dir, 2);
+  CHECK(std::filesystem::exists(dir / Checkpoint::file_name(100)));
+  CHECK(std::filesystem::exists(dir / Checkpoint::file_name(20)));
+  CHECK_FALSE(std::filesystem::exists(dir / Checkpoint::file_name(7)));
+  CHECK_FALSE(std::filesystem::exists(dir / Checkpoint::file_name(5)));
+  CHECK(std::filesystem::exists(dir / "notes.txt"));
+  CHECK(Checkpoint::latest_in(dir / "missing").empty());
+}
+
+TEST_CASE("Checkpoint metadata is validated key by key: one line naming file, key and expectation") {
+  struct Case {
+    const char* what;
+    std::function<void(Json&)> damage;
+    const char* key;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"missing key", [](Json& m) { m = Json(Json::Object{}); }, "format_version", "the key is missing"},
+      {"missing epoch",
+       [](Json& m) {
+         Json copy = Json::object();
+         for (const auto& [k, v] : m.as_object())
+           if (k != "epoch") copy.set(k, v);
+         m = copy;
+       },
+       "'epoch'", "the key is missing"},
+      {"wrong type", [](Json& m) { m.set("epoch", "3"); }, "'epoch'", "an integer in [0, 2147483646]"},
+      {"negative epoch", [](Json& m) { m.set("epoch", -1); }, "'epoch'", "got -1"},
+      {"epoch >= 2^31", [](Json& m) { m.set("epoch", 2147483648LL); }, "'epoch'", "got 2147483648"},
+      {"negative step_in_epoch", [](Json& m) { m.set("step_in_epoch", -1000); }, "'step_in_epoch'", "got -1000"},
+      {"step_in_epoch past global_step", [](Json& m) { m.set("step_in_epoch", 5000); }, "'step_in_epoch'",
+       "[0, 1234]"},
+      {"fractional step", [](Json& m) { m.set("global_step", 12.5); }, "'global_step'", "got 12.5"},
+      {"huge double step", [](Json& m) { m.set("global_step", 1e300); }, "'global_step'", "an integer"},
+      {"unknown model", [](Json& m) { m.set("model", "resnet999"); }, "'model'", "one of"},
+      {"unknown optimizer", [](Json& m) { m.set("optimizer", "rmsprop"); }, "'optimizer'", "sgd"},
+      {"num_params disagrees", [](Json& m) { m.set("num_params", 999); }, "'num_params'", "[1000, 1000]"},
+      {"NaN-like seconds", [](Json& m) { m.set("elapsed_s", Json()); }, "'elapsed_s'", "a finite number"},
+      {"negative loss sum", [](Json& m) { m.set("epoch_loss_sum", -1.0); }, "'epoch_loss_sum'", ">= 0"},
+      {"world size 0", [](Json& m) { m.set("world_size", 0); }, "'world_size'", "got 0"},
+      {"bad input shape", [](Json& m) { m.set("input_shape", "1x28"); }, "'input_shape'", "CxHxW"},
+      {"config not an object", [](Json& m) { m.set("config", 5); }, "'config'", "an object"},
+      {"unknown dataset",
+       [](Json& m) {
+         Json c = m.at("config");
+         c.set("dataset", "imagenet");
+         m.set("config", c);
+       },
+       "'config.dataset'", "one of fashion-mnist"},
+      {"synthetic_train 10^12",
+       [](Json& m) {
+         Json c = m.at("config");
+         c.set("synthetic_train", 1000000000000LL);
+         m.set("config", c);
+       },
+       "'config.synthetic_train'", "fits in this machine's"},
+      {"meta not an object", [](Json& m) { m = Json::array(); }, "meta", "expected a JSON object"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    CheckpointData d = sample();
+    c.damage(d.meta);
+    const auto bytes = Checkpoint::serialize(d);
+    try {
+      (void)Checkpoint::deserialize(bytes, "dir/m.rtck");
+      FAIL("accepted: " << c.what);
+    } catch (const std::runtime_error& e) {
+      const std::string msg = e.what();
+      CHECK_THAT(msg, Contains("dir/m.rtck: meta") && Contains(c.key) && Contains(c.expected));
+      CHECK(msg.find('\n') == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("Checkpoint rejects trailing bytes and sections that are not back to back") {
+  const auto clean = Checkpoint::serialize(sample());
+  auto longer = clean;
+  longer.push_back(std::byte{0});
+  longer.push_back(std::byte{0});
+  CHECK_THROWS_WITH(Checkpoint::deserialize(longer, "t.rtck"),
+                    Contains("t.rtck") && Contains("2 unexpected bytes after the last section"));
+}
+
+TEST_CASE("Checkpoint::read_file names a directory given as a checkpoint") {
+  const auto dir = temp_dir();
+  CHECK_THROWS_WITH(Checkpoint::read_file(dir), Contains(dir.string()) && Contains("is a directory"));
+}
+
+TEST_CASE("Checkpoint::write on a full filesystem: error naming the file, no .tmp left, target untouched") {
+  // /dev/full accepts open() and fails every write with ENOSPC; a symlink named <path>.tmp
+  // is not what write() opens (it truncates-creates <path>.tmp itself), so use a directory
+  // whose .tmp is /dev/full through a symlink.
+  const auto dir = temp_dir();
+  const auto path = dir / "ckpt-000000001.rtck";
+  std::ofstream(path) << "previous";
+  std::filesystem::create_symlink("/dev/full", path.string() + ".tmp");
+  const auto bytes = Checkpoint::serialize(sample());
+  CHECK_THROWS_WITH(Checkpoint::write(path, bytes), Contains(path.string() + ".tmp") && Contains("No space left"));
+  CHECK_FALSE(std::filesystem::exists(std::filesystem::symlink_status(path.string() + ".tmp")));
+  std::ifstream in(path);
+  std::string kept;
+  in >> kept;
+  CHECK(kept == "previous");
+}
