@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/CollectiveError.h"
 #include "run/Agreement.h"
 #include "async/AsyncTrainerState.h"
 #include "checkpoint/CheckpointIo.h"

@@ -12,7 +12,7 @@
 
 #include "collectives/Communicator.h"
 #include "run/TrainConfig.h"
-#include "train/Trainer.h"
+#include "run/TrainResult.h"
 
 namespace ringtrain {
 

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "nn/Model.h"
-#include "train/Trainer.h"
+#include "common/CollectiveError.h"
 
 namespace ringtrain {
 namespace {

@@ -1,7 +1,6 @@
 // Run directory writers.
 #include "logs/RunLog.h"
 
-#include "tensorboard/TensorBoardLog.h"
 
 #include <cerrno>
 #include <cmath>
@@ -98,13 +97,11 @@ RunLog::~RunLog() {
   if (metrics_file_ != nullptr) std::fclose(metrics_file_);
 }
 
-void RunLog::open_tensorboard(int world) {
-  tensorboard_ = std::make_unique<TensorBoardLog>(dir_, rank_, world, append_);
-}
+void RunLog::add_sink(std::unique_ptr<RunLogSink> sink) { sinks_.push_back(std::move(sink)); }
 
 void RunLog::record(const Json& line) {
   write_or_throw(rank_file_, line.dump() + "\n", rank_path_);
-  if (tensorboard_) tensorboard_->record(line);
+  for (auto& sink : sinks_) sink->record(line);
 }
 
 void RunLog::metrics(const EpochMetrics& m) {
@@ -115,7 +112,7 @@ void RunLog::metrics(const EpochMetrics& m) {
                              csv_number(m.test_accuracy), csv_number(m.elapsed_s), csv_number(m.images_per_s)),
                  metrics_path_);
   flush_or_throw(metrics_file_, metrics_path_);
-  if (tensorboard_) tensorboard_->metrics(m);
+  for (auto& sink : sinks_) sink->metrics(m);
 }
 
 void RunLog::write_json(const std::string& file_name, const Json& value) const {
@@ -154,7 +151,7 @@ void RunLog::write_text(const std::string& file_name, const std::string& text) c
 void RunLog::flush() {
   if (rank_file_ != nullptr) flush_or_throw(rank_file_, rank_path_);
   if (metrics_file_ != nullptr) flush_or_throw(metrics_file_, metrics_path_);
-  if (tensorboard_) tensorboard_->flush();
+  for (auto& sink : sinks_) sink->flush();
 }
 
 }  // namespace ringtrain

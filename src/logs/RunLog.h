@@ -1,18 +1,17 @@
 // The run directory's writers (docs/run-directory.md): config.json and metrics.csv and
-// summary.json from rank 0, rank-<r>.jsonl from every rank, and the same figures as
-// TensorBoard event files when asked for (TensorBoardLog).
+// summary.json from rank 0, rank-<r>.jsonl from every rank, and every record passed on to
+// the sinks the run adds (TensorBoard's event files: tensorboard/TensorBoardLog.h).
 #pragma once
 
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/Json.h"
 
 namespace ringtrain {
-
-class TensorBoardLog;
 
 struct EpochMetrics {
   int epoch = 0;                 // completed epochs, 1-based
@@ -26,6 +25,16 @@ struct EpochMetrics {
   double images_per_s = 0.0;
 };
 
+// Another destination for the run's records (TensorBoard's event files), so that the run
+// log does not depend on the formats it feeds. Errors throw as RunLog's own writes do.
+class RunLogSink {
+ public:
+  virtual ~RunLogSink() = default;
+  virtual void record(const Json& rec) = 0;         // a rank-<r>.jsonl record
+  virtual void metrics(const EpochMetrics& m) = 0;  // a metrics.csv row (rank 0)
+  virtual void flush() = 0;
+};
+
 class RunLog {
  public:
   // Creates dir if needed. Rank 0 (is_root) also owns the shared files. append: keep
@@ -37,9 +46,11 @@ class RunLog {
 
   const std::filesystem::path& dir() const noexcept { return dir_; }
 
-  // From now on also write <dir>/tensorboard/ (TensorBoardLog.h); world: the number of
-  // ranks, for global images/s.
-  void open_tensorboard(int world);
+  // True when the run continues one whose files this log appends to (a resume).
+  bool appending() const noexcept { return append_; }
+
+  // From now on every record and metrics row also goes to sink.
+  void add_sink(std::unique_ptr<RunLogSink> sink);
 
   // Every write throws std::runtime_error naming the file when it fails (a full disk):
   // a run never goes on with logs that silently stopped.
@@ -59,7 +70,7 @@ class RunLog {
   std::filesystem::path metrics_path_;
   std::FILE* rank_file_ = nullptr;
   std::FILE* metrics_file_ = nullptr;
-  std::unique_ptr<TensorBoardLog> tensorboard_;
+  std::vector<std::unique_ptr<RunLogSink>> sinks_;
 };
 
 }  // namespace ringtrain

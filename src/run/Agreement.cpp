@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "train/Trainer.h"
+#include "common/CollectiveError.h"
 
 namespace ringtrain {
 

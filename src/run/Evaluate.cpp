@@ -14,7 +14,7 @@
 #include "nn/Model.h"
 #include "checkpoint/Checkpoint.h"
 #include "checkpoint/CheckpointIo.h"
-#include "train/Trainer.h"
+#include "common/CollectiveError.h"
 
 namespace ringtrain {
 

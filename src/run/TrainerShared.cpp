@@ -6,11 +6,25 @@
 
 #include <fmt/format.h>
 
+#include "common/CollectiveError.h"
 #include "nn/Model.h"
 #include "checkpoint/CheckpointIo.h"
 #include "run/Versions.h"
 
 namespace ringtrain {
+namespace {
+
+// FNV-1a 64, for configuration fingerprints.
+std::uint64_t fingerprint64(std::string_view text) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+}  // namespace
 
 std::string default_run_dir(const std::string& model, int world, std::string_view suffix) {
   const std::time_t now = std::time(nullptr);

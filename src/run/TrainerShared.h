@@ -21,7 +21,7 @@
 #include "logs/ResourceMonitor.h"
 #include "logs/RunLog.h"
 #include "run/TrainConfig.h"
-#include "train/Trainer.h"
+#include "run/TrainResult.h"
 
 namespace ringtrain {
 

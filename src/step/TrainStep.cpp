@@ -11,7 +11,7 @@
 
 #include "common/Random.h"
 #include "run/StopSignals.h"
-#include "train/Trainer.h"
+#include "common/CollectiveError.h"
 
 namespace ringtrain {
 namespace {

@@ -8,26 +8,26 @@
 #include <filesystem>
 #include <memory>
 
-#include "tensorboard/EventFile.h"
 #include "common/Json.h"
+#include "logs/RunLog.h"
+#include "tensorboard/EventFile.h"
 
 namespace ringtrain {
 
-struct EpochMetrics;
-
-class TensorBoardLog {
+// A RunLog sink: add it to the run's log (RunLog::add_sink) and it follows every record.
+class TensorBoardLog : public RunLogSink {
  public:
   // append: a resumed run adds new event files beside the old ones (TensorBoard reads them
   // as one run); otherwise this rank's earlier event files in its directories are removed,
   // as metrics.csv is truncated.
   TensorBoardLog(const std::filesystem::path& run_dir, int rank, int world, bool append);
-  ~TensorBoardLog();
+  ~TensorBoardLog() override;
 
   // A rank-<r>.jsonl record; "step" and "resource" records carry scalars, others none.
-  void record(const Json& rec);
+  void record(const Json& rec) override;
   // A metrics.csv row (rank 0).
-  void metrics(const EpochMetrics& m);
-  void flush();
+  void metrics(const EpochMetrics& m) override;
+  void flush() override;
 
  private:
   void step_record(const Json& rec);

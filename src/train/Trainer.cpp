@@ -22,6 +22,7 @@
 #include "logs/Progress.h"
 #include "logs/ResourceMonitor.h"
 #include "logs/RunLog.h"
+#include "tensorboard/TensorBoardLog.h"
 #include "async/AsyncTrainer.h"
 #include "run/StopSignals.h"
 #include "run/TrainerShared.h"
@@ -30,15 +31,6 @@
 #include "run/Versions.h"
 
 namespace ringtrain {
-std::uint64_t fingerprint64(std::string_view text) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
 Trainer::Trainer(TrainConfig config, Communicator& comm) : s_(std::make_unique<State>(std::move(config), comm)) {}
 Trainer::~Trainer() = default;
 
@@ -139,7 +131,9 @@ void Trainer::State::setup() {
   const std::string versions = root() ? versions_json(comm).dump() : std::string();
   run_agreed(comm, [&] {
     log = std::make_unique<RunLog>(run_dir, rank, root(), /*append=*/pos.global_step > 0);
-    if (config.tensorboard) log->open_tensorboard(world);
+    if (config.tensorboard) {
+      log->add_sink(std::make_unique<TensorBoardLog>(run_dir, rank, world, log->appending()));
+    }
     progress = std::make_unique<Progress>(root() && !config.quiet, config.epochs, Progress::parse_style(config.progress));
 
     if (root()) {
