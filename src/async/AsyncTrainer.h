@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "collectives/Communicator.h"
-#include "run/TrainConfig.h"
+#include "config/TrainConfig.h"
 #include "run/TrainResult.h"
 
 namespace ringtrain {

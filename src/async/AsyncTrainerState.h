@@ -16,7 +16,7 @@
 #include "optim/LrSchedule.h"
 #include "async/AsyncTrainer.h"
 #include "async/AsyncWorker.h"
-#include "run/LoopPosition.h"
+#include "common/LoopPosition.h"
 #include "async/ParameterServer.h"
 #include "logs/Progress.h"
 #include "logs/ResourceMonitor.h"

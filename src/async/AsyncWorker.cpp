@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "run/LoopPosition.h"
+#include "common/LoopPosition.h"
 #include "run/StopSignals.h"
 
 namespace ringtrain {

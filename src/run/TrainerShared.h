@@ -17,10 +17,10 @@
 #include "common/Json.h"
 #include "datasets/Dataset.h"
 #include "checkpoint/Checkpoint.h"
-#include "run/LoopPosition.h"
+#include "common/LoopPosition.h"
 #include "logs/ResourceMonitor.h"
 #include "logs/RunLog.h"
-#include "run/TrainConfig.h"
+#include "config/TrainConfig.h"
 #include "run/TrainResult.h"
 
 namespace ringtrain {

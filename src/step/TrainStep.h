@@ -15,7 +15,7 @@
 #include "nn/Model.h"
 #include "optim/Optimizer.h"
 #include "overlap/GradientSync.h"
-#include "run/LoopPosition.h"
+#include "common/LoopPosition.h"
 #include "step/PhaseTimes.h"
 
 namespace ringtrain {

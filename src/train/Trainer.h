@@ -7,7 +7,7 @@
 
 #include "collectives/Communicator.h"
 #include "common/CollectiveError.h"
-#include "run/TrainConfig.h"
+#include "config/TrainConfig.h"
 #include "run/TrainResult.h"
 
 namespace ringtrain {

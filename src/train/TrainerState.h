@@ -16,7 +16,7 @@
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
 #include "overlap/GradientSync.h"
-#include "run/LoopPosition.h"
+#include "common/LoopPosition.h"
 #include "overlap/OverlapPolicy.h"
 #include "step/PhaseTimes.h"
 #include "common/Json.h"

@@ -1,5 +1,5 @@
 // Validation and JSON form of TrainConfig.
-#include "run/TrainConfig.h"
+#include "config/TrainConfig.h"
 
 #include <stdexcept>
 
