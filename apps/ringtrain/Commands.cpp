@@ -113,132 +113,162 @@ DatasetConfig Commands::resolve(const DatasetConfig& data, const std::string& sy
 }
 
 void Commands::add_train(CLI::App& app) {
-  TrainConfig& c = train_config_;
   auto* t = app.add_subcommand("train", "Train a model (run under mpirun -np N for N data-parallel ranks)");
   train_ = t;
   t->add_option("--config", config_file_,
                 "Read options from a TOML/INI file: 'epochs = 5', keys are the long options below without the "
                 "dashes; options given on the command line win. Each run writes its own as <run-dir>/config.toml")
       ->configurable(false);
-  t->add_option("--model", c.model, "Model: " + joined(model_names()) + " (see 'ringtrain models')")
+  add_train_model_options(*t);
+  add_train_optimisation_options(*t);
+  add_train_distribution_options(*t);
+  add_train_checkpoint_options(*t);
+  add_train_logging_options(*t);
+}
+
+// --help shows each group under its own heading (CLI11's option group names).
+void Commands::add_train_model_options(CLI::App& t) {
+  TrainConfig& c = train_config_;
+  t.option_defaults()->group("Model and data");
+  t.add_option("--model", c.model, "Model: " + joined(model_names()) + " (see 'ringtrain models')")
       ->capture_default_str()
       ->check(CLI::IsMember(model_names()));
-  add_data_options(*t, c.data, synthetic_shape_);
-  t->add_flag("--augment", c.data.augment, "Random crop (pad 4) and horizontal flip of training images");
-  t->add_option("--epochs", c.epochs, "Epochs")->capture_default_str();
-  t->add_option("--max-steps", c.max_steps, "Stop after this many optimizer steps (0: no limit)")
+  add_data_options(t, c.data, synthetic_shape_);
+  t.add_flag("--augment", c.data.augment, "Random crop (pad 4) and horizontal flip of training images");
+  t.add_option("--seed", c.seed, "Seed of initialisation, shuffling, augmentation, dropout")->capture_default_str();
+}
+
+void Commands::add_train_optimisation_options(CLI::App& t) {
+  TrainConfig& c = train_config_;
+  t.option_defaults()->group("Optimisation");
+  t.add_option("--epochs", c.epochs, "Epochs")->capture_default_str();
+  t.add_option("--max-steps", c.max_steps, "Stop after this many optimizer steps (0: no limit)")
       ->capture_default_str();
-  t->add_option("--target-accuracy", c.target_accuracy,
+  t.add_option("--target-accuracy", c.target_accuracy,
                 "Evaluate every epoch and stop once test accuracy >= this, reporting the time (0: off)")
       ->capture_default_str();
-  t->add_option("--batch-size", c.batch_size, "Batch size per rank")->capture_default_str();
-  t->add_option("--global-batch-size", c.global_batch_size,
+  t.add_option("--batch-size", c.batch_size, "Batch size per rank")->capture_default_str();
+  t.add_option("--global-batch-size", c.global_batch_size,
                 "Samples per optimizer step over all ranks and --accumulate micro-batches (overrides --batch-size; must "
                 "divide evenly)");
-  t->add_option("--eval-batch-size", c.eval_batch_size, "Evaluation batch per rank (0: max(batch, 256))")
+  t.add_option("--eval-batch-size", c.eval_batch_size, "Evaluation batch per rank (0: max(batch, 256))")
       ->capture_default_str();
-  t->add_option("--accumulate", c.accumulate, "Micro-batches whose gradients are summed before one all-reduce")
+  t.add_option("--accumulate", c.accumulate, "Micro-batches whose gradients are summed before one all-reduce")
       ->capture_default_str();
-  t->add_option("--optimizer", c.optimizer.name, joined(Optimizer::known_names()))
+  t.add_option("--optimizer", c.optimizer.name, joined(Optimizer::known_names()))
       ->capture_default_str()
       ->check(CLI::IsMember(Optimizer::known_names()));
-  t->add_option("--lr", c.schedule.base_lr, "Learning rate (before --lr-scaling)")->capture_default_str();
-  t->add_option("--momentum", c.optimizer.momentum, "Momentum (sgd, lars)")->capture_default_str();
-  t->add_flag("--nesterov", c.optimizer.nesterov, "Nesterov momentum (sgd)");
-  t->add_option("--weight-decay", c.optimizer.weight_decay, "Weight decay")->capture_default_str();
-  t->add_option("--beta1", c.optimizer.beta1, "Adam beta1")->capture_default_str();
-  t->add_option("--beta2", c.optimizer.beta2, "Adam beta2")->capture_default_str();
-  t->add_option("--eps", c.optimizer.eps, "Adam epsilon")->capture_default_str();
-  t->add_option("--lars-eta", c.optimizer.lars_eta, "LARS trust coefficient")->capture_default_str();
-  t->add_option("--lr-schedule", c.schedule.name,
+  t.add_option("--lr", c.schedule.base_lr, "Learning rate (before --lr-scaling)")->capture_default_str();
+  t.add_option("--momentum", c.optimizer.momentum, "Momentum (sgd, lars)")->capture_default_str();
+  t.add_flag("--nesterov", c.optimizer.nesterov, "Nesterov momentum (sgd)");
+  t.add_option("--weight-decay", c.optimizer.weight_decay, "Weight decay")->capture_default_str();
+  t.add_option("--beta1", c.optimizer.beta1, "Adam beta1")->capture_default_str();
+  t.add_option("--beta2", c.optimizer.beta2, "Adam beta2")->capture_default_str();
+  t.add_option("--eps", c.optimizer.eps, "Adam epsilon")->capture_default_str();
+  t.add_option("--lars-eta", c.optimizer.lars_eta, "LARS trust coefficient")->capture_default_str();
+  t.add_option("--lr-schedule", c.schedule.name,
                 joined(LrSchedule::known_names()) + " (cosine: to --lr-min over --epochs)")
       ->capture_default_str()
       ->check(CLI::IsMember(LrSchedule::known_names()));
-  t->add_option("--lr-gamma", c.schedule.gamma, "step/multistep: factor at each boundary")->capture_default_str();
-  t->add_option("--lr-step-epochs", c.schedule.step_epochs, "step: epochs between decays")->capture_default_str();
-  t->add_option("--lr-milestones", milestones_, "multistep: epochs where lr *= gamma, e.g. 10,20");
-  t->add_option("--lr-min", c.schedule.min_lr, "cosine: final learning rate")->capture_default_str();
-  t->add_option("--warmup-epochs", c.schedule.warmup_epochs, "Linear warmup epochs before the schedule")
+  t.add_option("--lr-gamma", c.schedule.gamma, "step/multistep: factor at each boundary")->capture_default_str();
+  t.add_option("--lr-step-epochs", c.schedule.step_epochs, "step: epochs between decays")->capture_default_str();
+  t.add_option("--lr-milestones", milestones_, "multistep: epochs where lr *= gamma, e.g. 10,20");
+  t.add_option("--lr-min", c.schedule.min_lr, "cosine: final learning rate")->capture_default_str();
+  t.add_option("--warmup-epochs", c.schedule.warmup_epochs, "Linear warmup epochs before the schedule")
       ->capture_default_str();
-  t->add_option("--lr-scaling", c.lr_scaling,
+  t.add_option("--lr-scaling", c.lr_scaling,
                 "none|linear: linear scales lr by global batch / --lr-base-batch (Goyal et al. 2017)")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "linear"}));
-  t->add_option("--lr-base-batch", c.lr_base_batch, "linear scaling: the batch --lr is for (0: --batch-size)")
+  t.add_option("--lr-base-batch", c.lr_base_batch, "linear scaling: the batch --lr is for (0: --batch-size)")
       ->capture_default_str();
-  t->add_option("--seed", c.seed, "Seed of initialisation, shuffling, augmentation, dropout")->capture_default_str();
+}
+
+void Commands::add_train_distribution_options(CLI::App& t) {
+  TrainConfig& c = train_config_;
+  t.option_defaults()->group("Distribution");
   const std::vector<std::string> algos = {"ring", "hier", "mpi", "ps", "rd", "auto"};
-  t->add_option("--allreduce", c.allreduce, "Gradient all-reduce: " + joined(algos))
+  t.add_option("--allreduce", c.allreduce, "Gradient all-reduce: " + joined(algos))
       ->capture_default_str()
       ->check(CLI::IsMember(algos));
   const std::vector<std::string> transports = {"none", "bf16", "fp16"};
-  t->add_option("--compress", c.compress,
+  t.add_option("--compress", c.compress,
                 "Gradient transport: " + joined(transports) + " (16-bit on the wire, fp32 additions; "
                 "with ring, hier, ps or auto)")
       ->capture_default_str()
       ->check(CLI::IsMember(transports));
-  t->add_option("--bucket-mb", c.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
+  t.add_option("--bucket-mb", c.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
   // A string, so config.toml writes and reads back the same word.
-  t->add_option("--overlap", overlap_,
+  t.add_option("--overlap", overlap_,
                 "Reduce each gradient bucket on a communication thread as soon as backward has finished it (off: "
                 "all buckets after backward; the results are bit-identical). auto: on when the ranks span several "
                 "hosts or each rank has a core to spare, off when all share one host's cores")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
-  t->add_option("--mode", c.mode,
+  t.add_option("--mode", c.mode,
                 "sync: every rank computes, gradients all-reduced each step; async: ranks 0..S-1 are parameter "
                 "servers, the others workers that pull, compute and push without waiting for each other")
       ->capture_default_str()
       ->check(CLI::IsMember({"sync", "async"}));
-  t->add_option("--servers", c.servers, "async: number of parameter-server ranks S (< ranks)")
+  t.add_option("--servers", c.servers, "async: number of parameter-server ranks S (< ranks)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  t->add_option("--max-staleness", c.max_staleness,
+  t.add_option("--max-staleness", c.max_staleness,
                 "async: a worker waits while it is more than K steps ahead of the slowest (stale-synchronous "
                 "parallel); 0 is synchronous, -1 unbounded")
       ->capture_default_str()
       ->check(CLI::Range(-1, 1 << 30));
-  t->add_option("--straggler-ms", c.straggler_ms,
+  t.add_option("--straggler-ms", c.straggler_ms,
                 "Experiments: the last rank (in async mode a worker) sleeps this many milliseconds after each "
                 "gradient, an emulated slower node (0: off)")
       ->capture_default_str();
   // Flags of the other mode are mistakes, not no-ops: say so before MPI starts.
-  t->parse_complete_callback([this, t] {
-    if (train_config_.mode == "async" && (t->count("--allreduce") > 0 || t->count("--bucket-mb") > 0)) {
+  t.parse_complete_callback([this, &t] {
+    if (train_config_.mode == "async" && (t.count("--allreduce") > 0 || t.count("--bucket-mb") > 0)) {
       throw CLI::ValidationError("--mode async", "--allreduce and --bucket-mb apply to --mode sync; --mode async "
                                                  "exchanges gradients through its parameter servers");
     }
-    if (train_config_.mode == "sync" && (t->count("--servers") > 0 || t->count("--max-staleness") > 0)) {
+    if (train_config_.mode == "sync" && (t.count("--servers") > 0 || t.count("--max-staleness") > 0)) {
       throw CLI::ValidationError("--mode sync", "--servers and --max-staleness apply to --mode async");
     }
   });
-  t->add_option("--eval-every", c.eval_every, "Evaluate every N epochs (0: only at the end)")->capture_default_str();
-  t->add_option("--log-every", c.log_every, "Steps per timing record in rank-<r>.jsonl")->capture_default_str();
-  t->add_option("--run-dir", c.run_dir, "Run directory (default: runs/<time>-<model>-np<N>)");
-  t->add_flag("--quiet", c.quiet, "No console output but errors");
-  t->add_option("--progress", c.progress,
-                "Rank 0's console: a live bar on stderr (bar), one line per epoch (plain), or bar only when "
-                "stderr is a terminal (auto; under mpirun it never is)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "bar", "plain"}));
-  t->add_flag("!--no-tensorboard", c.tensorboard, "Write no TensorBoard event files (<run-dir>/tensorboard/)");
-  t->add_option("--checkpoint-dir", c.checkpoint_dir, "Checkpoint directory (default: <run-dir>/checkpoints)");
-  t->add_option("--checkpoint-every", c.checkpoint_every, "Checkpoint every N epochs (0: off)")
-      ->capture_default_str();
-  t->add_option("--checkpoint-every-steps", c.checkpoint_every_steps, "Checkpoint every N steps (0: off)")
-      ->capture_default_str();
-  t->add_option("--keep-checkpoints", c.keep_checkpoints, "Keep the newest K checkpoints (0: all)")
-      ->capture_default_str();
-  t->add_option("--resume", c.resume, "Resume from a checkpoint file, or 'auto': the newest in --checkpoint-dir");
-  t->add_option("--stall-warning", stall_.warning_s,
+  t.add_option("--stall-warning", stall_.warning_s,
                 "Seconds blocked in one MPI wait before a rank says, once per stall, where it waits (step, bucket, "
                 "operation) and for which peer (0: never)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  t->add_option("--stall-timeout", stall_.timeout_s,
+  t.add_option("--stall-timeout", stall_.timeout_s,
                 "Seconds blocked in one MPI wait before the job ends with an error naming the stalled rank (0: never)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+}
+
+void Commands::add_train_checkpoint_options(CLI::App& t) {
+  TrainConfig& c = train_config_;
+  t.option_defaults()->group("Checkpoints");
+  t.add_option("--checkpoint-dir", c.checkpoint_dir, "Checkpoint directory (default: <run-dir>/checkpoints)");
+  t.add_option("--checkpoint-every", c.checkpoint_every, "Checkpoint every N epochs (0: off)")
+      ->capture_default_str();
+  t.add_option("--checkpoint-every-steps", c.checkpoint_every_steps, "Checkpoint every N steps (0: off)")
+      ->capture_default_str();
+  t.add_option("--keep-checkpoints", c.keep_checkpoints, "Keep the newest K checkpoints (0: all)")
+      ->capture_default_str();
+  t.add_option("--resume", c.resume, "Resume from a checkpoint file, or 'auto': the newest in --checkpoint-dir");
+}
+
+void Commands::add_train_logging_options(CLI::App& t) {
+  TrainConfig& c = train_config_;
+  t.option_defaults()->group("Logging and evaluation");
+  t.add_option("--eval-every", c.eval_every, "Evaluate every N epochs (0: only at the end)")->capture_default_str();
+  t.add_option("--log-every", c.log_every, "Steps per timing record in rank-<r>.jsonl")->capture_default_str();
+  t.add_option("--run-dir", c.run_dir, "Run directory (default: runs/<time>-<model>-np<N>)");
+  t.add_flag("--quiet", c.quiet, "No console output but errors");
+  t.add_option("--progress", c.progress,
+                "Rank 0's console: a live bar on stderr (bar), one line per epoch (plain), or bar only when "
+                "stderr is a terminal (auto; under mpirun it never is)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "bar", "plain"}));
+  t.add_flag("!--no-tensorboard", c.tensorboard, "Write no TensorBoard event files (<run-dir>/tensorboard/)");
 }
 
 void Commands::add_eval(CLI::App& app) {

@@ -9,7 +9,7 @@
 
 #include "collectives/Communicator.h"
 #include "collectives/StallWatchdog.h"
-#include "run/TrainConfig.h"
+#include "config/TrainConfig.h"
 
 namespace ringtrain {
 
@@ -28,6 +28,11 @@ class Commands {
 
  private:
   void add_train(CLI::App& app);
+  void add_train_model_options(CLI::App& t);
+  void add_train_optimisation_options(CLI::App& t);
+  void add_train_distribution_options(CLI::App& t);
+  void add_train_checkpoint_options(CLI::App& t);
+  void add_train_logging_options(CLI::App& t);
   void add_eval(CLI::App& app);
   void add_local(CLI::App& app);
   void add_data_options(CLI::App& sub, DatasetConfig& data, std::string& synthetic_shape);

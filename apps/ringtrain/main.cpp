@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,32 +33,25 @@ void print_error(const std::string& message) {
   std::fflush(stderr);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace ringtrain;
-  CLI::App app{"ringtrain: data-parallel CNN training with a ring all-reduce over MPI, on oneDNN", "ringtrain"};
-  app.require_subcommand(1);
-  // A flag given twice takes its last value, as in argparse: scripts append overrides.
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.set_version_flag("--version", std::string("ringtrain ") + RINGTRAIN_VERSION);
-  Commands commands(app);
-
-  // The first word that is not an option names the command (the top level has only
-  // value-less flags): name it when it is unknown, where CLI11 would only say that a
-  // subcommand is required.
+// The first word that is not an option names the command (the top level has only
+// value-less flags): name it when it is unknown, where CLI11 would only say that a
+// subcommand is required. Returns false after printing the usage error.
+bool command_known(const CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word.starts_with("-")) continue;
     std::vector<std::string> known;
     for (const CLI::App* sub : app.get_subcommands({})) known.push_back(sub->get_name());
-    if (std::find(known.begin(), known.end(), word) == known.end()) {
-      fmt::print(stderr, "ringtrain: usage error: unknown command '{}' (commands: {})\n", word, fmt::join(known, ", "));
-      return 2;
-    }
-    break;
+    if (std::find(known.begin(), known.end(), word) != known.end()) return true;
+    fmt::print(stderr, "ringtrain: usage error: unknown command '{}' (commands: {})\n", word, fmt::join(known, ", "));
+    return false;
   }
+  return true;
+}
 
+// Parses the command line (and train --config's file). Returns the exit code when the
+// process is done here: help, version, or a usage error (2).
+std::optional<int> parse(CLI::App& app, ringtrain::Commands& commands, int argc, char** argv) {
   try {
     app.parse(argc, argv);
     commands.apply_config_file();
@@ -75,20 +70,24 @@ int main(int argc, char** argv) {
                e.what());
     return 2;
   }
+  return std::nullopt;
+}
 
-  if (!commands.needs_mpi()) {
-    try {
-      return commands.run_local();
-    } catch (const std::invalid_argument& e) {
-      print_error(e.what());
-      return 2;
-    } catch (const std::exception& e) {
-      print_error(e.what());
-      return 1;
-    }
+int run_local(ringtrain::Commands& commands) {
+  try {
+    return commands.run_local();
+  } catch (const std::invalid_argument& e) {
+    print_error(e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return 1;
   }
+}
 
-  // Commands that may run under mpirun.
+// Commands that may run under mpirun.
+int run_distributed(ringtrain::Commands& commands, int argc, char** argv) {
+  using namespace ringtrain;
   std::unique_ptr<MpiEnvironment> env;
   try {
     // Before MPI_Init starts any thread: training takes SIGTERM/SIGINT in a thread of its
@@ -121,4 +120,18 @@ int main(int argc, char** argv) {
   }
   env.reset();
   return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ringtrain: data-parallel CNN training with a ring all-reduce over MPI, on oneDNN", "ringtrain"};
+  app.require_subcommand(1);
+  // A flag given twice takes its last value, as in argparse: scripts append overrides.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.set_version_flag("--version", std::string("ringtrain ") + RINGTRAIN_VERSION);
+  ringtrain::Commands commands(app);
+  if (!command_known(app, argc, argv)) return 2;
+  if (const std::optional<int> done = parse(app, commands, argc, argv)) return *done;
+  return commands.needs_mpi() ? run_distributed(commands, argc, argv) : run_local(commands);
 }

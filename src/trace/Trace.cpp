@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <stdexcept>
 #include <string>
@@ -49,9 +50,8 @@ double number_or_zero(const Json& obj, std::string_view key) {
   return v != nullptr && v->is_number() ? v->as_double() : 0.0;
 }
 
-}  // namespace
-
-Json build_trace(const std::filesystem::path& run_dir, std::vector<std::string>& warnings) {
+// The run's rank logs, by rank.
+std::vector<std::pair<int, std::filesystem::path>> rank_logs(const std::filesystem::path& run_dir) {
   if (!std::filesystem::is_directory(run_dir)) {
     throw std::runtime_error(fmt::format("{}: not a run directory", run_dir.string()));
   }
@@ -67,94 +67,101 @@ Json build_trace(const std::filesystem::path& run_dir, std::vector<std::string>&
                                          run_dir.string()));
   }
   std::sort(logs.begin(), logs.end());
+  return logs;
+}
 
-  Json events = Json::array();
-  for (const auto& [rank, path] : logs) {
-    Json meta = Json::object();
-    meta.set("name", "process_name");
-    meta.set("ph", "M");
-    meta.set("pid", rank);
+Json name_event(const char* what, int rank, std::optional<int> row, const std::string& name) {
+  Json e = Json::object();
+  e.set("name", what);
+  e.set("ph", "M");
+  e.set("pid", rank);
+  if (row) e.set("tid", *row);
+  e.set("args", Json(Json::Object{{"name", name}}));
+  return e;
+}
+
+// A step record: t is the end of the step(s); the compute thread's phases ran back to back
+// before it. Its communication phase is the wait for the all-reduce after backward (the
+// exposed part); logs from before overlap have only allreduce_s.
+void step_phases(const Json& rec, int rank, double t, Json& events) {
+  const bool has_exposed = rec.find("exposed_comm_s") != nullptr;
+  const std::pair<const char*, const char*> kPhases[] = {
+      {"data", "data_s"},
+      {"forward", "forward_s"},
+      {"backward", "backward_s"},
+      has_exposed ? std::pair{"all-reduce wait", "exposed_comm_s"} : std::pair{"all-reduce", "allreduce_s"},
+      {"optimizer", "optimizer_s"},
+      {"checkpoint", "checkpoint_s"}};
+  double total = 0.0;
+  for (const auto& [name, key] : kPhases) total += number_or_zero(rec, key);
+  double start = t - total;
+  for (const auto& [name, key] : kPhases) {
+    const double d = number_or_zero(rec, key);
+    if (d <= 0.0) continue;
     Json args = Json::object();
-    args.set("name", fmt::format("rank {}", rank));
-    meta.set("args", std::move(args));
-    events.push(std::move(meta));
-    for (const auto& [row, row_name] : {std::pair{kComputeRow, "compute"}, std::pair{kCommRow, "communication"}}) {
-      Json thread = Json::object();
-      thread.set("name", "thread_name");
-      thread.set("ph", "M");
-      thread.set("pid", rank);
-      thread.set("tid", row);
-      Json thread_args = Json::object();
-      thread_args.set("name", row_name);
-      thread.set("args", std::move(thread_args));
-      events.push(std::move(thread));
+    args.set("step", number_or_zero(rec, "step"));
+    args.set("steps", number_or_zero(rec, "steps"));
+    if (std::string_view(key) == "exposed_comm_s" || std::string_view(key) == "allreduce_s") {
+      args.set("allreduce_s", number_or_zero(rec, "allreduce_s"));
+      args.set("wait_s", number_or_zero(rec, "wait_s"));
     }
+    events.push(slice(name, rank, start, d, std::move(args)));
+    start += d;
+  }
+}
 
-    for (const Json& rec : read_json_lines(path, warnings)) {
-      if (!rec.is_object()) continue;
-      const Json* type = rec.find("type");
-      if (type == nullptr || !type->is_string()) continue;
-      const double t = number_or_zero(rec, "t");
-      const std::string& kind = type->as_string();
-      if (kind == "step") {
-        // t is the end of the step(s); the compute thread's phases ran back to back before
-        // it. Its communication phase is the wait for the all-reduce after backward (the
-        // exposed part); logs from before overlap have only allreduce_s.
-        const bool has_exposed = rec.find("exposed_comm_s") != nullptr;
-        const std::pair<const char*, const char*> kPhases[] = {
-            {"data", "data_s"},
-            {"forward", "forward_s"},
-            {"backward", "backward_s"},
-            has_exposed ? std::pair{"all-reduce wait", "exposed_comm_s"} : std::pair{"all-reduce", "allreduce_s"},
-            {"optimizer", "optimizer_s"},
-            {"checkpoint", "checkpoint_s"}};
-        double total = 0.0;
-        for (const auto& [name, key] : kPhases) total += number_or_zero(rec, key);
-        double start = t - total;
-        for (const auto& [name, key] : kPhases) {
-          const double d = number_or_zero(rec, key);
-          if (d <= 0.0) continue;
-          Json args = Json::object();
-          args.set("step", number_or_zero(rec, "step"));
-          args.set("steps", number_or_zero(rec, "steps"));
-          if (std::string_view(key) == "exposed_comm_s" || std::string_view(key) == "allreduce_s") {
-            args.set("allreduce_s", number_or_zero(rec, "allreduce_s"));
-            args.set("wait_s", number_or_zero(rec, "wait_s"));
-          }
-          events.push(slice(name, rank, start, d, std::move(args)));
-          start += d;
-        }
-        // The last step's operations on the communication row: the loss/stop agreement, then
-        // one slice per bucket, as (start, end) seconds before t.
-        if (const Json* ops = rec.find("comm_slices"); ops != nullptr && ops->is_array()) {
-          const auto& list = ops->as_array();
-          for (std::size_t i = 0; i < list.size(); ++i) {
-            if (!list[i].is_array() || list[i].as_array().size() != 2) continue;
-            const double a = list[i].as_array()[0].as_double();
-            const double b = list[i].as_array()[1].as_double();
-            Json args = Json::object();
-            args.set("step", number_or_zero(rec, "step"));
-            if (i > 0) args.set("bucket", static_cast<std::int64_t>(i - 1));
-            events.push(slice(i == 0 ? "agreement" : "all-reduce", rank, t + a, b - a, std::move(args), kCommRow));
-          }
-        }
-      } else if (kind == "eval" || kind == "checkpoint") {
-        const double d = number_or_zero(rec, "seconds");
-        events.push(slice(kind, rank, t - d, d, rec));
-      } else if (kind == "resource") {
-        Json cpu = Json::object();
-        cpu.set("cpu %", number_or_zero(rec, "cpu_percent"));
-        events.push(counter("CPU", rank, t, std::move(cpu)));
-        Json mem = Json::object();
-        mem.set("RSS MB", number_or_zero(rec, "rss_mb"));
-        events.push(counter("memory", rank, t, std::move(mem)));
-        Json net = Json::object();
-        net.set("send MB/s", number_or_zero(rec, "net_send_mbps"));
-        net.set("recv MB/s", number_or_zero(rec, "net_recv_mbps"));
-        events.push(counter("network", rank, t, std::move(net)));
-      }
+// The last step's operations on the communication row: the loss/stop agreement, then one
+// slice per bucket, as (start, end) seconds before t.
+void step_communication(const Json& rec, int rank, double t, Json& events) {
+  const Json* ops = rec.find("comm_slices");
+  if (ops == nullptr || !ops->is_array()) return;
+  const auto& list = ops->as_array();
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_array() || list[i].as_array().size() != 2) continue;
+    const double a = list[i].as_array()[0].as_double();
+    const double b = list[i].as_array()[1].as_double();
+    Json args = Json::object();
+    args.set("step", number_or_zero(rec, "step"));
+    if (i > 0) args.set("bucket", static_cast<std::int64_t>(i - 1));
+    events.push(slice(i == 0 ? "agreement" : "all-reduce", rank, t + a, b - a, std::move(args), kCommRow));
+  }
+}
+
+void resource_counters(const Json& rec, int rank, double t, Json& events) {
+  events.push(counter("CPU", rank, t, Json(Json::Object{{"cpu %", number_or_zero(rec, "cpu_percent")}})));
+  events.push(counter("memory", rank, t, Json(Json::Object{{"RSS MB", number_or_zero(rec, "rss_mb")}})));
+  events.push(counter("network", rank, t,
+                      Json(Json::Object{{"send MB/s", number_or_zero(rec, "net_send_mbps")},
+                                        {"recv MB/s", number_or_zero(rec, "net_recv_mbps")}})));
+}
+
+void rank_events(int rank, const std::filesystem::path& path, Json& events, std::vector<std::string>& warnings) {
+  events.push(name_event("process_name", rank, std::nullopt, fmt::format("rank {}", rank)));
+  events.push(name_event("thread_name", rank, kComputeRow, "compute"));
+  events.push(name_event("thread_name", rank, kCommRow, "communication"));
+  for (const Json& rec : read_json_lines(path, warnings)) {
+    if (!rec.is_object()) continue;
+    const Json* type = rec.find("type");
+    if (type == nullptr || !type->is_string()) continue;
+    const double t = number_or_zero(rec, "t");
+    const std::string& kind = type->as_string();
+    if (kind == "step") {
+      step_phases(rec, rank, t, events);
+      step_communication(rec, rank, t, events);
+    } else if (kind == "eval" || kind == "checkpoint") {
+      const double d = number_or_zero(rec, "seconds");
+      events.push(slice(kind, rank, t - d, d, rec));
+    } else if (kind == "resource") {
+      resource_counters(rec, rank, t, events);
     }
   }
+}
+
+}  // namespace
+
+Json build_trace(const std::filesystem::path& run_dir, std::vector<std::string>& warnings) {
+  Json events = Json::array();
+  for (const auto& [rank, path] : rank_logs(run_dir)) rank_events(rank, path, events, warnings);
   Json trace = Json::object();
   trace.set("traceEvents", std::move(events));
   trace.set("displayTimeUnit", "ms");
