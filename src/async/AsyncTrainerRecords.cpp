@@ -7,19 +7,18 @@
 #include <fmt/format.h>
 
 #include "async/AsyncTrainerState.h"
-#include "checkpoint/Checkpoint.h"
 #include "checkpoint/CheckpointIo.h"
-#include "run/TrainerShared.h"
+#include "checkpoint/RunCheckpoint.h"
 
 namespace ringtrain {
 namespace {
 
-constexpr int kBuckets = AsyncTrainer::kHistogramBuckets;
+constexpr std::size_t kBuckets = AsyncTrainer::kHistogramBuckets;
 
 Json histogram_json(const double* counts) {
   // {"0": n0, "1": n1, ...}: only non-zero buckets; the last one collects the rest.
   Json j = Json::object();
-  for (int i = 0; i < kBuckets; ++i) {
+  for (std::size_t i = 0; i < kBuckets; ++i) {
     if (counts[i] == 0.0) continue;
     j.set(i + 1 == kBuckets ? fmt::format("{}+", i) : std::to_string(i), static_cast<std::int64_t>(counts[i]));
   }
@@ -33,49 +32,45 @@ void fold(const std::vector<std::int64_t>& hist, double* out) {
 }  // namespace
 
 void AsyncTrainer::State::maybe_resume() {
-  std::optional<ResumeCheckpoint> resume = load_resume_checkpoint(comm, config.resume, checkpoint_dir, *model);
+  std::optional<ResumeCheckpoint> resume = load_resume_checkpoint(comm, config.resume, checkpoint_dir, *model_);
   if (!resume) return;
   const CheckpointData& ck = resume->data;
-  const std::filesystem::path& path = resume->path;
-  check_checkpoint_optimizer(ck, optimizer_name, state_slots * model->num_params(), path.string());
-  std::copy(ck.params.begin(), ck.params.end(), model->params().begin());
-  std::copy(ck.buffers.begin(), ck.buffers.end(), model->buffers().begin());
+  const std::string path = resume->path.string();
+  check_checkpoint_optimizer(ck, optimizer_name, state_slots * model_->num_params(), path);
+  restore_model(ck, *model_);
+  const CheckpointPoint saved = checkpoint_point(ck.meta);
   if (server) {
     const std::size_t b = layout->begin(rank);
     const std::size_t n = layout->size(rank);
     std::copy_n(ck.params.begin() + static_cast<std::ptrdiff_t>(b), n, server->params().begin());
     const auto state = server->optimizer_state();
     for (std::size_t slot = 0; slot < state_slots; ++slot) {
-      std::copy_n(ck.optimizer_state.begin() + static_cast<std::ptrdiff_t>(slot * model->num_params() + b), n,
+      std::copy_n(ck.optimizer_state.begin() + static_cast<std::ptrdiff_t>(slot * model_->num_params() + b), n,
                   state.begin() + static_cast<std::ptrdiff_t>(slot * n));
     }
-    server->set_optimizer_steps(static_cast<std::uint64_t>(ck.meta.at("optimizer_steps").as_int()));
+    server->set_optimizer_steps(saved.optimizer_steps);
+    server->set_updates(saved.at.global_step);
   }
-  global_step = ck.meta.at("global_step").as_int();
-  if (server) server->set_updates(global_step);
-  epoch = static_cast<int>(ck.meta.at("epoch").as_int());
-  prior_elapsed = ck.meta.at("elapsed_s").as_double();
+  global_step = saved.at.global_step;
+  epoch = saved.at.epoch;
+  prior_elapsed = saved.elapsed_s;
   const Json* saved_mode = ck.meta.find("mode");
   const Json* saved_workers = ck.meta.find("workers");
   const bool same_split = saved_mode != nullptr && saved_mode->as_string() == "async" && saved_workers != nullptr &&
-                          saved_workers->as_int() == workers &&
-                          ck.meta.at("batch_size").as_int() == config.batch_size;
+                          saved_workers->as_int() == workers && saved.batch_size == config.batch_size;
   if (same_split) {
     tickets_done = ck.meta.at("tickets_done").as_int();
-    epoch_totals.loss_sum = ck.meta.at("epoch_loss_sum").as_double();
-    epoch_totals.correct = ck.meta.at("epoch_correct").as_double();
-    epoch_totals.count = ck.meta.at("epoch_count").as_double();
-    epoch_totals.seconds = ck.meta.at("epoch_seconds").as_double();
+    epoch_totals = saved.totals;
     // K = 0 works in whole rounds; another K may have stopped mid-round.
     if (config.max_staleness == 0) tickets_done -= tickets_done % workers;
     if (root()) {
-      fmt::print("ringtrain: resumed from {} at epoch {}, batch {} of {} (step {})\n", path.string(), epoch + 1,
+      fmt::print("ringtrain: resumed from {} at epoch {}, batch {} of {} (step {})\n", path, epoch + 1,
                  tickets_done, tickets_per_epoch, global_step);
     }
   } else if (root()) {
     fmt::print("ringtrain: note: checkpoint {} was not written by an async run of {} worker(s) with batch {}: "
                "continuing from the start of epoch {} (step {})\n",
-               path.string(), workers, config.batch_size, epoch + 1, global_step);
+               path, workers, config.batch_size, epoch + 1, global_step);
   }
 }
 
@@ -84,7 +79,7 @@ double AsyncTrainer::State::save_checkpoint() {
   gather_model();
   // The optimizer state in the sync layout: slot k of the whole vector is the servers'
   // slot-k shards side by side.
-  std::vector<float> state(root() ? state_slots * model->num_params() : 0);
+  std::vector<float> state(root() ? state_slots * model_->num_params() : 0);
   std::vector<float> piece;
   for (int s = 0; s < servers; ++s) {
     const std::size_t n = layout->size(s);
@@ -99,14 +94,13 @@ double AsyncTrainer::State::save_checkpoint() {
     if (root()) {
       for (std::size_t slot = 0; slot < state_slots; ++slot) {
         std::copy_n(piece.begin() + static_cast<std::ptrdiff_t>(slot * n), n,
-                    state.begin() + static_cast<std::ptrdiff_t>(slot * model->num_params() + layout->begin(s)));
+                    state.begin() + static_cast<std::ptrdiff_t>(slot * model_->num_params() + layout->begin(s)));
       }
     }
   }
   if (root()) {
-    CheckpointData ck;
     const LoopPosition at{epoch, tickets_done / tickets_per_update(), global_step};
-    Json meta = checkpoint_meta(config, *model, world,
+    Json meta = checkpoint_meta(config, *model_, world,
                                 {at, epoch_totals, elapsed(), optimizer_name, server->optimizer_steps(),
                                  schedule->lr(static_cast<double>(epoch)), last_test_accuracy});
     meta.set("mode", "async");
@@ -115,12 +109,7 @@ double AsyncTrainer::State::save_checkpoint() {
     meta.set("max_staleness", config.max_staleness);
     meta.set("server_updates", global_step);
     meta.set("tickets_done", tickets_done);
-    ck.meta = std::move(meta);
-    const auto p = model->params();
-    ck.params.assign(p.begin(), p.end());
-    const auto b = model->buffers();
-    ck.buffers.assign(b.begin(), b.end());
-    ck.optimizer_state = std::move(state);
+    const CheckpointData ck = checkpoint_of(*model_, state, std::move(meta));
     last_checkpoint = write_checkpoint(ck, config, checkpoint_dir, at, *log, [this] { return elapsed(); }, t0);
   }
   last_checkpoint = broadcast_string(comm, last_checkpoint.string(), 0);
@@ -169,7 +158,7 @@ void AsyncTrainer::State::record_resources() {
   if (dt <= 0.0) return;
   const ResourceSample rs = monitor.sample();
   const Mark mark{now, bytes_sent(), bytes_received(), server ? server->updates() : 0};
-  log->record(resource_record(elapsed(), rs, mark.sent - last_tick.sent, mark.received - last_tick.received, dt));
+  log->record(resource_record(rs, mark.sent - last_tick.sent, mark.received - last_tick.received, dt));
   if (server) {
     Json srec = Json::object();
     srec.set("type", "server");
@@ -198,100 +187,67 @@ void AsyncTrainer::State::on_tick() {
   }
 }
 
-void AsyncTrainer::State::write_summary(const TrainResult& result) {
-  const ResourceSample rs = monitor.sample();
-  std::vector<double> mine = {result.wall_s,
-                              worker_totals.data,
-                              worker_totals.forward,
-                              worker_totals.backward,
-                              worker_totals.exchange,
-                              worker_totals.wait,
-                              checkpoint_seconds,
-                              eval_seconds,
-                              std::max(monitor.peak_rss_mb(), rs.peak_rss_mb),
-                              monitor.mean_cpu_percent(),
-                              static_cast<double>(bytes_sent()) / 1e6,
-                              static_cast<double>(bytes_received()) / 1e6,
-                              static_cast<double>(worker_steps),
-                              server ? static_cast<double>(server->updates()) : 0.0,
-                              segment_seconds};
-  const std::size_t fixed = mine.size();
-  mine.resize(fixed + 2 * kBuckets, 0.0);
+void AsyncTrainer::State::write_summary() {
+  // Each rank's common figures (the push/pull exchange in the all-reduce's place, all of it
+  // exposed), then its steps, updates, busy seconds and staleness and delay histograms.
+  const WorkerTimes& w = worker_totals;
+  std::vector<double> mine = common_row(
+      {.data = w.data, .forward = w.forward, .backward = w.backward, .allreduce = w.exchange, .exposed = w.exchange,
+       .wait = w.wait},
+      bytes_sent(), bytes_received());
+  mine.push_back(static_cast<double>(worker_steps));
+  mine.push_back(server ? static_cast<double>(server->updates()) : 0.0);
+  mine.push_back(segment_seconds);
+  const std::size_t hist = mine.size();
+  mine.resize(hist + 2 * kBuckets, 0.0);
   if (worker) {
-    fold(worker->staleness_histogram(), mine.data() + fixed);
-    fold(worker->delay_histogram(), mine.data() + fixed + kBuckets);
+    fold(worker->staleness_histogram(), mine.data() + hist);
+    fold(worker->delay_histogram(), mine.data() + hist + kBuckets);
   }
   const std::size_t width = mine.size();
-  const std::vector<double> all = gather_rows(comm, mine);
-
-  std::vector<double> total_staleness(kBuckets, 0.0), total_delay(kBuckets, 0.0);
+  const std::vector<double> all = gather_rows(mine);
+  std::vector<double> staleness(kBuckets, 0.0), delay(kBuckets, 0.0);
+  double images = 0.0;
   for (int r = servers; r < world; ++r) {
     const double* row = all.data() + width * static_cast<std::size_t>(r);
-    for (int i = 0; i < kBuckets; ++i) {
-      total_staleness[static_cast<std::size_t>(i)] += row[fixed + static_cast<std::size_t>(i)];
-      total_delay[static_cast<std::size_t>(i)] += row[fixed + kBuckets + static_cast<std::size_t>(i)];
+    images += row[kCommonRowWidth] * config.batch_size;
+    for (std::size_t i = 0; i < kBuckets; ++i) {
+      staleness[i] += row[hist + i];
+      delay[i] += row[hist + kBuckets + i];
     }
   }
-  staleness_all.assign(kBuckets, 0);
-  for (int i = 0; i < kBuckets; ++i) staleness_all[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(total_staleness[static_cast<std::size_t>(i)]);
+  staleness_all.assign(staleness.begin(), staleness.end());
   if (!root()) return;
 
-  Json j = Json::object();
-  j.set("model", config.model);
-  j.set("dataset", config.data.name);
-  j.set("mode", "async");
-  j.set("world_size", world);
+  Json j = summary_head(images);
   j.set("servers", servers);
   j.set("workers", workers);
   j.set("max_staleness", config.max_staleness);
-  j.set("batch_size", config.batch_size);
   j.set("global_batch_size", config.max_staleness == 0 ? config.batch_size * workers : config.batch_size);
   j.set("allreduce", "none");
-  j.set("wall_s", result.wall_s);
-  double images = 0.0;
-  for (int r = servers; r < world; ++r) images += all[width * static_cast<std::size_t>(r) + 12] * config.batch_size;
-  j.set("images_per_s", result.wall_s > 0 ? images / result.wall_s : 0.0);
-  set_result_fields(j, result, config);
-  j.set("staleness_histogram", histogram_json(total_staleness.data()));
-  j.set("delay_histogram", histogram_json(total_delay.data()));
+  j.set("staleness_histogram", histogram_json(staleness.data()));
+  j.set("delay_histogram", histogram_json(delay.data()));
   Json ranks = Json::array();
-  for (int r = 0; r < world; ++r) {
-    const double* row = all.data() + width * static_cast<std::size_t>(r);
-    const bool srv = r < servers;
-    Json rj = Json::object();
-    rj.set("rank", r);
-    rj.set("role", srv ? "server" : "worker");
-    rj.set("host", hosts[static_cast<std::size_t>(r)]);
-    rj.set("wall_s", row[0]);
-    rj.set("images_per_s", row[0] > 0 ? row[12] * config.batch_size / row[0] : 0.0);
-    Json p = Json::object();
-    p.set("data", row[1]);
-    p.set("forward", row[2]);
-    p.set("backward", row[3]);
-    p.set("allreduce", row[4]);
-    p.set("wait", row[5]);
-    p.set("optimizer", 0.0);
-    p.set("checkpoint", row[6]);
-    p.set("eval", row[7]);
-    rj.set("phases_s", std::move(p));
-    rj.set("peak_rss_mb", row[8]);
-    rj.set("mean_cpu_percent", row[9]);
-    rj.set("mb_sent", row[10]);
-    rj.set("mb_received", row[11]);
-    rj.set("busy_s", row[14]);
-    if (srv) {
-      rj.set("updates", static_cast<std::int64_t>(row[13]));
-      rj.set("updates_per_s", row[14] > 0 ? row[13] / row[14] : 0.0);
-    } else {
-      rj.set("steps", static_cast<std::int64_t>(row[12]));
-      rj.set("steps_per_s", row[14] > 0 ? row[12] / row[14] : 0.0);
-      rj.set("staleness_histogram", histogram_json(row + fixed));
-      rj.set("delay_histogram", histogram_json(row + fixed + kBuckets));
-    }
-    ranks.push(std::move(rj));
-  }
+  for (int r = 0; r < world; ++r) ranks.push(rank_json(r, all.data() + width * static_cast<std::size_t>(r), hist));
   j.set("ranks", std::move(ranks));
   log->write_json("summary.json", j);
+}
+
+Json AsyncTrainer::State::rank_json(int r, const double* row, std::size_t hist) const {
+  const double steps = row[kCommonRowWidth], updates = row[kCommonRowWidth + 1], busy = row[kCommonRowWidth + 2];
+  Json rj = common_rank_json(r, row, steps * config.batch_size);
+  rj.set("role", r < servers ? "server" : "worker");
+  rj.set("busy_s", busy);
+  if (r < servers) {
+    rj.set("updates", static_cast<std::int64_t>(updates));
+    rj.set("updates_per_s", busy > 0 ? updates / busy : 0.0);
+  } else {
+    rj.set("steps", static_cast<std::int64_t>(steps));
+    rj.set("steps_per_s", busy > 0 ? steps / busy : 0.0);
+    rj.set("staleness_histogram", histogram_json(row + hist));
+    rj.set("delay_histogram", histogram_json(row + hist + kBuckets));
+  }
+  return rj;
 }
 
 }  // namespace ringtrain

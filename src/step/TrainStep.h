@@ -16,7 +16,7 @@
 #include "optim/Optimizer.h"
 #include "overlap/GradientSync.h"
 #include "common/LoopPosition.h"
-#include "step/PhaseTimes.h"
+#include "logs/PhaseTimes.h"
 
 namespace ringtrain {
 

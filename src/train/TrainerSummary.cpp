@@ -1,21 +1,31 @@
-// What a training run writes about itself: step, eval and event records in
-// rank-<r>.jsonl, and summary.json with every rank's totals.
+// What a synchronous run writes about itself besides what every run writes (TrainingRun):
+// step records (phases, traffic, the last step's communication) and resource records in
+// rank-<r>.jsonl, and summary.json's all-reduce fields.
 #include <algorithm>
 
-#include "run/TrainerShared.h"
 #include "train/TrainerState.h"
 
 namespace ringtrain {
 
-void Trainer::State::record_steps(const PhaseTimes& t, int steps, double mean_loss, double mean_accuracy, double lr,
-                                  std::int64_t images, const std::vector<std::pair<double, double>>& comm_slices) {
+void Trainer::State::log_step(const StepResult& r, double lr, bool flush) {
+  pending.times += r.times;
+  ++pending.steps;
+  pending.loss += r.totals.loss_sum / r.totals.count;
+  pending.accuracy += r.totals.correct / r.totals.count;
+  pending.lr = lr;
+  if (flush || pending.steps >= config.log_every) flush_steps();
+}
+
+void Trainer::State::flush_steps() {
+  if (pending.steps == 0) return;
+  const PhaseTimes& t = pending.times;
   const double now = elapsed();
   Json rec = Json::object();
   rec.set("type", "step");
   rec.set("t", now);
   rec.set("epoch", pos.epoch + 1);
   rec.set("step", pos.global_step);
-  rec.set("steps", steps);
+  rec.set("steps", pending.steps);
   rec.set("data_s", t.data);
   rec.set("forward_s", t.forward);
   rec.set("backward_s", t.backward);
@@ -26,43 +36,28 @@ void Trainer::State::record_steps(const PhaseTimes& t, int steps, double mean_lo
   rec.set("checkpoint_s", t.checkpoint);
   rec.set("bytes_sent", comm.bytes_sent());
   rec.set("bytes_received", comm.bytes_received());
-  rec.set("loss", mean_loss);
-  rec.set("accuracy", mean_accuracy);
-  rec.set("lr", lr);
-  rec.set("images", images);
+  rec.set("loss", pending.loss / pending.steps);
+  rec.set("accuracy", pending.accuracy / pending.steps);
+  rec.set("lr", pending.lr);
+  rec.set("images", static_cast<std::int64_t>(pending.steps) * config.batch_size * config.accumulate);
   // The last step's operations, (start, end) in seconds before this record's t: the trace's
   // communication row.
-  if (!comm_slices.empty()) {
+  if (!pending.slices.empty()) {
     Json slices = Json::array();
-    for (const auto& [start, end] : comm_slices) {
-      Json pair = Json::array();
-      pair.push(start - now);
-      pair.push(end - now);
-      slices.push(std::move(pair));
-    }
+    for (const auto& [start, end] : pending.slices) slices.push(Json(Json::Array{Json(start - now), Json(end - now)}));
     rec.set("comm_slices", std::move(slices));
   }
   log->record(rec);
-}
-
-void Trainer::State::record_eval(double seconds) {
-  log->record(eval_record(elapsed(), pos.epoch + 1, pos.global_step, last_test_loss, last_test_accuracy, seconds));
-}
-
-void Trainer::State::record_event(const std::string& message) {
-  Json rec = Json::object();
-  rec.set("type", "event");
-  rec.set("t", elapsed());
-  rec.set("message", message);
-  log->record(rec);
+  totals += pending.times;
+  pending = {};
 }
 
 void Trainer::State::maybe_record_resources() {
-  const double dt = seconds_since(last_resource.time);
+  const double dt = std::chrono::duration<double>(Clock::now() - last_resource.time).count();
   if (dt < 1.0) return;
   const ResourceSample rs = monitor.sample();
   const ResourceMark now{Clock::now(), comm.bytes_sent(), comm.bytes_received(), comm.wait_seconds()};
-  Json rec = resource_record(elapsed(), rs, now.sent - last_resource.sent, now.received - last_resource.received, dt);
+  Json rec = resource_record(rs, now.sent - last_resource.sent, now.received - last_resource.received, dt);
   rec.set("step", pos.global_step);
   rec.set("wait_share", (now.wait - last_resource.wait) / dt);
   log->record(rec);
@@ -71,62 +66,20 @@ void Trainer::State::maybe_record_resources() {
   last_resource = now;
 }
 
-void Trainer::State::write_summary(const TrainResult& result) {
-  const ResourceSample rs = monitor.sample();
+void Trainer::State::write_summary() {
   // Each rank's own figures, gathered to every rank as fixed-size rows.
   const double images = static_cast<double>(result.steps) * config.batch_size * config.accumulate;
-  std::vector<double> mine = {result.wall_s,
-                              totals.data,
-                              totals.forward,
-                              totals.backward,
-                              totals.allreduce,
-                              totals.wait,
-                              totals.exposed,
-                              totals.optimizer,
-                              totals.checkpoint,
-                              totals.eval,
-                              std::max(monitor.peak_rss_mb(), rs.peak_rss_mb),
-                              monitor.mean_cpu_percent(),
-                              static_cast<double>(comm.bytes_sent()) / 1e6,
-                              static_cast<double>(comm.bytes_received()) / 1e6};
-  const std::size_t width = mine.size();
-  const std::vector<double> all = gather_rows(comm, mine);
+  const std::vector<double> all = gather_rows(common_row(totals, comm.bytes_sent(), comm.bytes_received()));
   if (!root()) return;
-
-  Json j = Json::object();
-  j.set("model", config.model);
-  j.set("dataset", config.data.name);
-  j.set("world_size", world);
-  j.set("batch_size", config.batch_size);
+  Json j = summary_head(images * world);
   j.set("global_batch_size", config.batch_size * world * config.accumulate);
   j.set("allreduce", config.allreduce);
-  j.set("wall_s", result.wall_s);
-  j.set("images_per_s", result.wall_s > 0 ? images * world / result.wall_s : 0.0);
-  set_result_fields(j, result, config);
   Json ranks = Json::array();
   for (int r = 0; r < world; ++r) {
-    const double* row = all.data() + width * static_cast<std::size_t>(r);
-    Json rj = Json::object();
-    rj.set("rank", r);
-    rj.set("host", hosts[static_cast<std::size_t>(r)]);
-    rj.set("wall_s", row[0]);
-    rj.set("images_per_s", row[0] > 0 ? images / row[0] : 0.0);
-    PhaseTimes p;
-    p.data = row[1];
-    p.forward = row[2];
-    p.backward = row[3];
-    p.allreduce = row[4];
-    p.wait = row[5];
-    p.exposed = row[6];
-    p.optimizer = row[7];
-    p.checkpoint = row[8];
-    p.eval = row[9];
-    rj.set("phases_s", p.to_json());
-    rj.set("hidden_comm_share", p.allreduce > 0 ? 1.0 - p.exposed / p.allreduce : 0.0);
-    rj.set("peak_rss_mb", row[10]);
-    rj.set("mean_cpu_percent", row[11]);
-    rj.set("mb_sent", row[12]);
-    rj.set("mb_received", row[13]);
+    const double* row = all.data() + kCommonRowWidth * static_cast<std::size_t>(r);
+    Json rj = common_rank_json(r, row, images);
+    const double allreduce = row[4], exposed = row[5];
+    rj.set("hidden_comm_share", allreduce > 0 ? 1.0 - exposed / allreduce : 0.0);
     ranks.push(std::move(rj));
   }
   j.set("ranks", std::move(ranks));

@@ -1,0 +1,124 @@
+// A training run's checkpoints, whichever loop writes them (RunCheckpoint.h).
+#include "checkpoint/RunCheckpoint.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "checkpoint/CheckpointIo.h"
+#include "common/CollectiveError.h"
+#include "nn/Model.h"
+
+namespace ringtrain {
+
+std::optional<ResumeCheckpoint> load_resume_checkpoint(Communicator& comm, const std::string& resume,
+                                                     const std::filesystem::path& checkpoint_dir, const Model& model) {
+  if (resume.empty()) return std::nullopt;
+  std::filesystem::path path = resume;
+  if (resume == "auto") {
+    path = Checkpoint::latest_in(checkpoint_dir);
+    // Rank 0's directory listing decides for everyone.
+    if (broadcast_string(comm, path.string(), 0).empty()) {
+      if (comm.rank() == 0) fmt::print("ringtrain: no checkpoint in {}; starting fresh\n", checkpoint_dir.string());
+      return std::nullopt;
+    }
+  }
+  ResumeCheckpoint r{load_checkpoint_collective(comm, path), path};
+  check_checkpoint_matches(r.data, model, path.string());
+  return r;
+}
+
+void check_checkpoint_optimizer(const CheckpointData& ck, const std::string& name, std::size_t state_size,
+                                const std::string& source) {
+  const std::string saved = ck.meta.at("optimizer").as_string();
+  if (ck.optimizer_state.size() != state_size || saved != name) {
+    throw CollectiveError(fmt::format(
+        "{}: optimizer: the checkpoint holds {} state for '{}', this run uses '{}' with {} (pass the same "
+        "--optimizer)",
+        source, ck.optimizer_state.size(), saved, name, state_size));
+  }
+}
+
+Json checkpoint_meta(const TrainConfig& config, const Model& model, int world, const CheckpointPoint& point) {
+  Json meta = Json::object();
+  meta.set("format_version", Checkpoint::kFormatVersion);
+  meta.set("model", config.model);
+  meta.set("signature", model.signature());
+  meta.set("input_shape", model.input_shape().str());
+  meta.set("classes", model.classes());
+  meta.set("num_params", model.num_params());
+  meta.set("world_size", world);
+  meta.set("batch_size", config.batch_size);
+  meta.set("global_step", point.at.global_step);
+  meta.set("epoch", point.at.epoch);
+  meta.set("step_in_epoch", point.at.step_in_epoch);
+  meta.set("elapsed_s", point.elapsed_s);
+  meta.set("epoch_loss_sum", point.totals.loss_sum);
+  meta.set("epoch_correct", point.totals.correct);
+  meta.set("epoch_count", point.totals.count);
+  meta.set("epoch_seconds", point.totals.seconds);
+  meta.set("seed", config.seed);
+  meta.set("rng", "counter-based: every stream is derived from (seed, purpose, epoch, step)");
+  meta.set("optimizer", point.optimizer);
+  meta.set("optimizer_steps", point.optimizer_steps);
+  meta.set("lr", point.lr);
+  meta.set("test_accuracy", point.test_accuracy);
+  meta.set("config", config.to_json());
+  return meta;
+}
+
+CheckpointPoint checkpoint_point(const Json& meta) {
+  CheckpointPoint p;
+  p.at.global_step = meta.at("global_step").as_int();
+  p.at.epoch = static_cast<int>(meta.at("epoch").as_int());
+  p.at.step_in_epoch = meta.at("step_in_epoch").as_int();
+  p.totals.loss_sum = meta.at("epoch_loss_sum").as_double();
+  p.totals.correct = meta.at("epoch_correct").as_double();
+  p.totals.count = meta.at("epoch_count").as_double();
+  p.totals.seconds = meta.at("epoch_seconds").as_double();
+  p.elapsed_s = meta.at("elapsed_s").as_double();
+  p.optimizer = meta.at("optimizer").as_string();
+  p.optimizer_steps = static_cast<std::uint64_t>(meta.at("optimizer_steps").as_int());
+  p.world_size = static_cast<int>(meta.at("world_size").as_int());
+  p.batch_size = static_cast<int>(meta.at("batch_size").as_int());
+  return p;
+}
+
+CheckpointData checkpoint_of(const Model& model, std::span<const float> optimizer_state, Json meta) {
+  CheckpointData ck;
+  ck.meta = std::move(meta);
+  const auto p = model.params();
+  ck.params.assign(p.begin(), p.end());
+  const auto b = model.buffers();
+  ck.buffers.assign(b.begin(), b.end());
+  ck.optimizer_state.assign(optimizer_state.begin(), optimizer_state.end());
+  return ck;
+}
+
+void restore_model(const CheckpointData& ck, Model& model) {
+  std::copy(ck.params.begin(), ck.params.end(), model.params().begin());
+  std::copy(ck.buffers.begin(), ck.buffers.end(), model.buffers().begin());
+}
+
+std::filesystem::path write_checkpoint(const CheckpointData& ck, const TrainConfig& config,
+                                       const std::filesystem::path& checkpoint_dir, const LoopPosition& at,
+                                       RunLog& log, const std::function<double()>& elapsed,
+                                       std::chrono::steady_clock::time_point started) {
+  const auto bytes = Checkpoint::serialize(ck);
+  const std::filesystem::path path = checkpoint_dir / Checkpoint::file_name(at.global_step);
+  Checkpoint::write(path, bytes);
+  Checkpoint::prune(checkpoint_dir, config.keep_checkpoints);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  Json rec = Json::object();
+  rec.set("type", "checkpoint");
+  rec.set("t", elapsed());
+  rec.set("epoch", at.epoch);
+  rec.set("step", at.global_step);
+  rec.set("seconds", seconds);
+  rec.set("bytes", bytes.size());
+  rec.set("path", path.string());
+  log.record(rec);
+  return path;
+}
+
+}  // namespace ringtrain
