@@ -38,9 +38,7 @@ TrainConfig small_config(const std::string& tag, int servers, int max_staleness,
   c.mode = "async";
   c.servers = servers;
   c.max_staleness = max_staleness;
-  c.run_dir = (std::filesystem::temp_directory_path() /
-               fmt::format("ringtrain_async_test_{}_np{}", tag, test::world_size()))
-                  .string();
+  c.run_dir = (test::job_dir() / fmt::format("async_{}", tag)).string();
   // One rank clears a previous run's directory, then all go on (no rank races the removal).
   if (test::world_rank() == 0) std::filesystem::remove_all(c.run_dir);
   if (shared) MPI_Barrier(MPI_COMM_WORLD);

@@ -6,6 +6,8 @@
 #include <functional>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "checkpoint/Checkpoint.h"
 
 using namespace ringtrain;
@@ -63,7 +65,17 @@ CheckpointData sample() {
 }
 
 std::filesystem::path temp_dir() {
-  auto dir = std::filesystem::temp_directory_path() / "ringtrain_checkpoint_test";
+  // Per process: two suites running at once (ctest -j, two checkouts) must not share it; the
+  // last test's files go when the process ends.
+  static const struct Dir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("ringtrain_checkpoint_test-" + std::to_string(::getpid()));
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } owned;
+  const std::filesystem::path& dir = owned.path;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

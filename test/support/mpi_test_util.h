@@ -3,6 +3,10 @@
 #pragma once
 #include <mpi.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
 namespace ringtrain::test {
 
 // True on every rank iff `ok` is true on every rank.
@@ -23,6 +27,14 @@ inline int world_size() {
   int n = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   return n;
+}
+
+// This job's own scratch directory (made by mpi_catch_main, the same on every rank, removed
+// when the job ends).
+inline std::filesystem::path job_dir() {
+  const char* dir = std::getenv("RINGTRAIN_TEST_JOB_DIR");
+  if (dir == nullptr) throw std::logic_error("RINGTRAIN_TEST_JOB_DIR unset: not run by mpi_catch_main");
+  return dir;
 }
 
 }  // namespace ringtrain::test

@@ -36,9 +36,7 @@ inline TrainConfig small_config(const std::string& tag, int batch) {
   c.optimizer.momentum = 0.9;
   c.seed = 7;
   c.quiet = true;
-  c.run_dir = (std::filesystem::temp_directory_path() /
-               fmt::format("ringtrain_trainer_test_{}_np{}", tag, world_size()))
-                  .string();
+  c.run_dir = (job_dir() / fmt::format("trainer_{}", tag)).string();
   return c;
 }
 

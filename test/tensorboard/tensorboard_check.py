@@ -12,11 +12,13 @@ and resource records of rank-<r>.jsonl. Exits 1 with every mismatch listed.
 """
 import csv
 import glob
+import atexit
 import importlib
 import json
 import math
 import os
 import struct
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +37,7 @@ def check(cond, msg):
 
 def event_module():
     out = tempfile.mkdtemp(prefix="tb-proto-")
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
     subprocess.run(["protoc", f"--proto_path={HERE}", f"--python_out={out}",
                     os.path.join(HERE, "tensorboard_event.proto")], check=True)
     sys.path.insert(0, out)
