@@ -169,4 +169,27 @@ void validate_checkpoint_meta(const Json& meta, std::size_t params_floats, const
   validate_dataset_config(meta.at("config"), source);
 }
 
+DatasetConfig dataset_config_of(const Json& meta) {
+  DatasetConfig d;
+  const Json& c = meta.at("config");
+  d.name = c.at("dataset").as_string();
+  d.data_dir = c.at("data_dir").as_string();
+  if (const Json* n = c.find("normalize")) d.normalize = n->as_bool();
+  if (const Json* m = c.find("mean")) {
+    for (const Json& v : m->as_array()) d.norm_mean.push_back(static_cast<float>(v.as_double()));
+  }
+  if (const Json* sd = c.find("std")) {
+    for (const Json& v : sd->as_array()) d.norm_std.push_back(static_cast<float>(v.as_double()));
+  }
+  if (const Json* s = c.find("synthetic_shape")) {
+    int ch = 0, h = 0, w = 0;
+    if (std::sscanf(s->as_string().c_str(), "%dx%dx%d", &ch, &h, &w) == 3) d.synthetic_shape = {ch, h, w};
+    d.synthetic_classes = static_cast<int>(c.at("synthetic_classes").as_int());
+    d.synthetic_train = static_cast<std::size_t>(c.at("synthetic_train").as_int());
+    d.synthetic_test = static_cast<std::size_t>(c.at("synthetic_test").as_int());
+    d.seed = static_cast<std::uint64_t>(c.at("synthetic_seed").as_int());
+  }
+  return d;
+}
+
 }  // namespace ringtrain

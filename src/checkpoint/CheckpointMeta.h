@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/Json.h"
+#include "datasets/Dataset.h"
 
 namespace ringtrain {
 
@@ -14,5 +15,8 @@ namespace ringtrain {
 // for the first key that is missing, of the wrong type or out of range. params_floats is
 // the size of the params section, which num_params must equal.
 void validate_checkpoint_meta(const Json& meta, std::size_t params_floats, const std::string& source);
+
+// The dataset configuration a checkpoint was trained with (its config section).
+DatasetConfig dataset_config_of(const Json& meta);
 
 }  // namespace ringtrain

@@ -7,6 +7,7 @@
 
 #include "collectives/Communicator.h"
 #include "datasets/Dataset.h"
+#include "checkpoint/CheckpointMeta.h"
 #include "common/Json.h"
 
 namespace ringtrain {
@@ -34,8 +35,5 @@ EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& 
 
 // The checkpoint's metadata plus its section sizes, after full validation.
 Json describe_checkpoint(const std::filesystem::path& checkpoint);
-
-// The dataset configuration a checkpoint was trained with (its config section).
-DatasetConfig dataset_config_of(const Json& meta);
 
 }  // namespace ringtrain

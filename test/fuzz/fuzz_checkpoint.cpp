@@ -6,7 +6,7 @@
 #include <span>
 
 #include "checkpoint/Checkpoint.h"
-#include "run/Evaluate.h"
+#include "checkpoint/CheckpointMeta.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
