@@ -77,7 +77,7 @@ PER_RANK_LISTS = ("rank_wall_s", "mb_sent_per_rank", "mb_received_per_rank",
 
 
 def load_row(run_dir):
-    rec = rundata._read_json(os.path.join(run_dir, "sweep-run.json")) or {}
+    rec = rundata.read_json(os.path.join(run_dir, "sweep-run.json")) or {}
     run = rundata.Run(run_dir)
     cfg = run.config
     has_data = bool(cfg or run.records or run.summary_file)
@@ -108,7 +108,7 @@ def load_row(run_dir):
     cpus = [r["mean_cpu_percent"] for r in rank_rows if r.get("mean_cpu_percent") is not None]
     ckpt_s = [(r.get("phases_s") or {}).get("checkpoint") for r in rank_rows]
     ckpt_s = [c for c in ckpt_s if c is not None]
-    acc = rundata._num(s.get("final_test_accuracy"))
+    acc = rundata.num(s.get("final_test_accuracy"))
     mode = rec.get("mode") or cfg.get("mode") or s.get("mode") or "sync"
     servers = rec.get("servers") or cfg.get("servers") or s.get("servers")
     k = rec.get("max_staleness")
@@ -162,13 +162,13 @@ def load_row(run_dir):
         "nodes": nodes, "allreduce": algo, "mode": mode_label(mode, algo, k),
         "servers": servers, "max_staleness": k, "checkpoint": ckpt, "repeat": rec.get("repeat") or 1, "status": status,
         "exit_code": rec.get("exit_code"),
-        "wall_s": rundata._num(s.get("wall_s")) if run.records or run.summary_file else None,
-        "launcher_wall_s": rundata._num(rec.get("launcher_wall_s")),
+        "wall_s": rundata.num(s.get("wall_s")) if run.records or run.summary_file else None,
+        "launcher_wall_s": rundata.num(rec.get("launcher_wall_s")),
         "rank_wall_s": joined("wall_s"),
-        "final_train_loss": rundata._num(s.get("final_train_loss")),
-        "final_test_loss": rundata._num(s.get("final_test_loss")),
+        "final_train_loss": rundata.num(s.get("final_train_loss")),
+        "final_test_loss": rundata.num(s.get("final_test_loss")),
         "test_accuracy": acc, "test_error": None if acc is None else 1.0 - acc,
-        "images_per_s": rundata._num(s.get("images_per_s")),
+        "images_per_s": rundata.num(s.get("images_per_s")),
         "peak_rss_mb": max(peaks) if peaks else None,
         "mean_cpu_percent": sum(cpus) / len(cpus) if cpus else None,
         "mb_sent_per_rank": joined("mb_sent"), "mb_received_per_rank": joined("mb_received"),
@@ -186,6 +186,12 @@ def load_row(run_dir):
             os.path.join(run_dir, rec.get("log") or "launch.log")),
     }
     return row
+
+
+def read_meta(sweep_dir):
+    """sweep.json: the sweep's own parameters (model, dataset, scaling, epochs, launcher,
+    train_extra ...); {} when absent or unreadable."""
+    return rundata.read_json(os.path.join(sweep_dir, "sweep.json")) or {}
 
 
 def load_sweep(sweep_dir):
@@ -221,7 +227,7 @@ def _sort_key(v):
 def per_rank_list(value):
     if not value:
         return []
-    return [rundata._num(x) for x in str(value).split(";")]
+    return [rundata.num(x) for x in str(value).split(";")]
 
 
 def varying(rows, exclude=()):
