@@ -42,6 +42,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 usage() {
   cat <<'EOF'
 usage: run.sh [options] [--] <ringtrain arguments...>
+Options with a value take it as `--opt value` or `--opt=value`.
 
 Placement
   -np N, --np N          number of ranks (default 1)
@@ -103,6 +104,15 @@ env_names=()
 extra=()
 
 while [[ $# -gt 0 ]]; do
+  # --opt=value is --opt value (launcher options only: the loop ends at the subcommand).
+  if [[ $1 == --?*=* ]]; then
+    case ${1%%=*} in
+      --np | --ppn | --hostfile | --threads | --cores-per-node | --env | --mpirun-arg | --mpirun | --bin)
+        set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
+      --no-bind | --dry-run | --help) die_usage "${1%%=*} takes no value" ;;
+      --mca) die_usage "--mca takes NAME and VALUE as two arguments" ;;
+    esac
+  fi
   case $1 in
     -np | --np | -n)
       need_value "$@"; is_posint "$2" || die_usage "$1 wants a positive integer, got '$2'"

@@ -94,6 +94,15 @@ grep -q "slots=1 < 2 ranks per node" "$tmp/err" || fail "no warning for slots < 
   >/dev/null 2>"$tmp/err"
 [[ ! -s $tmp/err ]] || fail "no warning expected when slots suffice: $(cat "$tmp/err")"
 
+# 5b. --opt=value is --opt value; a switch given a value is a usage error.
+line=$("$run" --dry-run --cores-per-node=4 --np=2 --threads=1 --env=HOME --mpirun-arg=--report-bindings \
+  --bin=/opt/rt/ringtrain train --epochs=3)
+expect_has "$line" "-np 2 " "PE=1" "-x OMP_NUM_THREADS=1" "-x HOME" \
+  "--report-bindings /opt/rt/ringtrain train --epochs=3"
+expect_exit 2 --np=0 train
+expect_exit 2 --dry-run=yes train
+expect_exit 2 --mca=btl train
+
 # 6. Usage errors exit 2 with a message.
 expect_exit 2 --bogus-flag train
 expect_exit 2 -np 0 train
