@@ -27,8 +27,9 @@ PROG = "get-data.sh"
 
 # Per data set: where its publisher serves it (tried in order) and each file's SHA-256. The
 # checksums are those of TensorFlow Datasets' url_checksums (mnist.txt, cifar10.txt,
-# svhn_cropped.txt in github.com/tensorflow/datasets); for MNIST they are of the CVDF mirror's
-# copies, which have the sizes of LeCun's files (and the MD5s torchvision checks them with).
+# svhn_cropped.txt in github.com/tensorflow/datasets), read there, not re-derived from a
+# download; for MNIST they are of the CVDF mirror's copies (tried second below), which have
+# the byte sizes of LeCun's files.
 DATASETS = {
     "mnist": {
         "urls": ["https://yann.lecun.com/exdb/mnist/",
