@@ -85,18 +85,9 @@ def run_ringtrain(cmp, args, work, nodes, run_root, extra, label):
     if rc != 0 or not run.summary_file:
         return {"ok": False, "error": f"exit {rc}: {cmp.tail(err or out)}"}
     rec = {"ok": True, "run_dir": run_dir}
-    rec.update(cmp.ringtrain_throughput(run, work, nodes) or
+    rec.update(run.throughput_after_warmup(work.warmup, work.batch, nodes) or
                {"images_per_s": run.summary().get("images_per_s")})
-    steps = run.of_type(0, "step")[work.warmup:]
-    if steps:
-        per = [(s.get("data_s", 0) + s.get("forward_s", 0) + s.get("backward_s", 0)
-                + s.get("optimizer_s", 0)) / max(s.get("steps", 1), 1) for s in steps]
-        rec["compute_ms"] = 1e3 * statistics.median(per)
-        ar = [s.get("allreduce_s", 0) / max(s.get("steps", 1), 1) for s in steps]
-        ex = [s.get("exposed_comm_s", s.get("allreduce_s", 0)) / max(s.get("steps", 1), 1)
-              for s in steps]
-        rec["allreduce_ms"] = 1e3 * statistics.median(ar)
-        rec["exposed_ms"] = 1e3 * statistics.median(ex)
+    rec.update(run.step_ms_medians(0, skip=work.warmup))
     totals = run.rank_totals(0)
     rec["hidden_comm_share"] = totals.get("hidden_comm_share")
     return rec

@@ -117,7 +117,7 @@ class Work:
         # compares like with like. Enough images for one epoch of all steps at max_np ranks,
         # but at most data_mb of pixels, so the data set does not dominate peak RSS; longer
         # runs take several epochs (ringtrain's end-of-epoch eval of n_test images is taken
-        # out of its timed window, see ringtrain_throughput).
+        # out of its timed window, see rundata.Run.throughput_after_warmup).
         global_batch = batch * max_np
         image_bytes = 4 * self.shape[0] * self.shape[1] * self.shape[2]
         cap = max(1, int(args.data_mb * 2**20 / image_bytes) // global_batch)
@@ -194,33 +194,6 @@ def run_torch(args, work, np_):
     return rec
 
 
-def ringtrain_throughput(run, work, np_):
-    """Global images/s after warm-up from rank 0's step records (a rundata.Run).
-
-    Uses rank 0's step timestamps `t`: the span between the end of the warm-up and the last
-    step covers (last.step - warm.step) synchronous steps of np x batch images. Returns None
-    when the records are missing or too few (then summary.json's figure is used)."""
-    steps = [r for r in run.of_type(0, "step") if "t" in r and "step" in r]
-    pauses = [r for r in run.of_type(0, "eval") + run.of_type(0, "checkpoint") if "t" in r]
-    steps.sort(key=lambda r: r["step"])
-    if len(steps) <= work.warmup + 1:
-        return None
-    start = steps[work.warmup - 1] if work.warmup > 0 else steps[0]
-    end = steps[-1]
-    n_steps = end["step"] - start["step"]
-    # Evaluations (and checkpoints) between epochs are not training time; PyTorch's side has
-    # none. `t` of such a record may be its start or end, either way it lies in the window.
-    paused = sum(p.get("seconds", 0.0) for p in pauses if start["t"] < p["t"] < end["t"])
-    span = end["t"] - start["t"] - paused
-    if n_steps <= 0 or span <= 0:
-        return None
-    dts = [b["t"] - a["t"] for a, b in zip(steps[work.warmup:], steps[work.warmup + 1:])]
-    return {"images_per_s": n_steps * work.batch * np_ / span, "timed_steps": n_steps,
-            "excluded_eval_s": paused,
-            "step_ms_median": 1e3 * statistics.median(dts) if dts else None,
-            "throughput_source": "rank-0.jsonl after warm-up"}
-
-
 def run_ringtrain(args, work, np_, run_root):
     run_dir = os.path.join(run_root, f"{work.model}-np{np_}-{time.time_ns()}")
     cmd = ringtrain_launch(ringtrain_command(args.bin, work, np_, run_dir), np_, args.mpirun_args)
@@ -239,7 +212,7 @@ def run_ringtrain(args, work, np_, run_root):
            "wall_s": summary.get("wall_s"),
            "ranks_peak_rss_mb": [r.get("peak_rss_mb") for r in ranks],
            "phases_s": [r.get("phases_s") for r in ranks]}
-    windowed = ringtrain_throughput(result, work, np_)
+    windowed = result.throughput_after_warmup(work.warmup, work.batch, np_)
     if windowed:
         rec.update(windowed)
     else:

@@ -67,7 +67,8 @@ def run_side(cargs, work, np_, run_root, side):
     run = compare.rundata.Run(run_dir)
     if rc != 0 or not run.summary_file:
         raise SystemExit(f"overlap_ab: {' '.join(cmd)}: exit {rc}: {compare.tail(err or out)}")
-    rec = compare.ringtrain_throughput(run, work, np_) or {"images_per_s": run.summary().get("images_per_s")}
+    rec = run.throughput_after_warmup(work.warmup, work.batch, np_) or {
+        "images_per_s": run.summary().get("images_per_s")}
     totals = run.rank_totals(0)
     rec["hidden"] = totals.get("hidden_comm_share")
     ranks = run.summary().get("ranks", [])

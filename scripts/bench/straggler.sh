@@ -59,43 +59,5 @@ rc=0
   --interleave --timeout 900 --out "$out" -- --straggler-ms "$straggler_ms" "${extra[@]}" || rc=$?
 load_after=$(uptime)
 
-/usr/bin/python3 - "$out" "$straggler_ms" "$load_before" "$load_after" <<'EOF'
-import csv, os, statistics, sys
-
-out, ms, before, after = sys.argv[1:5]
-with open(os.path.join(out, "results.csv"), newline="") as f:
-    rows = [r for r in csv.DictReader(f) if r["status"] == "ok" and r["steps_per_s"]]
-by = {}
-for r in rows:
-    by.setdefault(int(r["repeat"]), {})[r["mode"]] = r
-lines = [f"# Straggler benchmark: {rows[0]['model'] if rows else '?'}, last rank +{ms} ms per step",
-         "", f"`uptime` before: `{before.strip()}`", "", f"`uptime` after: `{after.strip()}`", "",
-         "Steps/s per worker (training time; an async run's workers listed after the mean). "
-         "Ratios are within one repeat (the modes of a repeat ran back to back).", "",
-         "| Repeat | sync ps | SSP K=0 | async (per worker) | async / sync ps | async / SSP K=0 |",
-         "|---|---|---|---|---|---|"]
-ratios_ps, ratios_k0 = [], []
-for rep in sorted(by):
-    m = by[rep]
-    ps, k0, a = (float(m[k]["steps_per_s"]) if k in m else None
-                 for k in ("sync ps", "SSP K=0", "async"))
-    workers = m["async"]["worker_steps_per_s"].replace(";", " / ") if "async" in m else ""
-    r_ps = a / ps if a and ps else None
-    r_k0 = a / k0 if a and k0 else None
-    if r_ps: ratios_ps.append(r_ps)
-    if r_k0: ratios_k0.append(r_k0)
-    cell = lambda v, d=1: "" if v is None else f"{v:.{d}f}"
-    lines.append(f"| {rep} | {cell(ps)} | {cell(k0)} | {cell(a)} ({workers}) | "
-                 f"{cell(r_ps, 2)} | {cell(r_k0, 2)} |")
-if ratios_ps:
-    summary = (f"Median ratio async / sync ps: **{statistics.median(ratios_ps):.2f}** "
-               f"(min {min(ratios_ps):.2f}, max {max(ratios_ps):.2f}, {len(ratios_ps)} repeats)")
-    if ratios_k0:
-        summary += f"; async / SSP K=0: {statistics.median(ratios_k0):.2f}"
-    lines += ["", summary + "."]
-text = "\n".join(lines) + "\n"
-with open(os.path.join(out, "straggler.md"), "w") as f:
-    f.write(text)
-print(text)
-EOF
+/usr/bin/python3 "$root/scripts/plot/straggler_report.py" "$out" "$straggler_ms" "$load_before" "$load_after"
 exit "$rc"

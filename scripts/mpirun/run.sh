@@ -42,6 +42,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 usage() {
   cat <<'EOF'
 usage: run.sh [options] [--] <ringtrain arguments...>
+Options with a value take it as `--opt value` or `--opt=value`.
 
 Placement
   -np N, --np N          number of ranks (default 1)
@@ -61,7 +62,9 @@ Pass-through to mpirun
   --mpirun-arg ARG       add one raw argument to mpirun (repeatable, order kept)
   --mpirun PATH          mpirun executable (default: $MPIRUN or mpirun)
 Program
-  --bin PATH             ringtrain binary (default: $RINGTRAIN_BIN or <repo>/build/apps/ringtrain)
+  --bin PATH             ringtrain binary (default: $RINGTRAIN_BIN, else the build tree's
+                         ${RINGTRAIN_BUILD_DIR:-<repo>/build}/apps/ringtrain, else an installed
+                         `ringtrain` on PATH, e.g. from cmake --install)
   --dry-run              print the command line and exit without running it
   -h, --help             this text
 
@@ -97,12 +100,21 @@ threads=
 cores=
 bind=1
 dry_run=0
-bin=${RINGTRAIN_BIN:-$repo/build/apps/ringtrain}
+bin=${RINGTRAIN_BIN:-}
 mpirun_exe=${MPIRUN:-mpirun}
 env_names=()
 extra=()
 
 while [[ $# -gt 0 ]]; do
+  # --opt=value is --opt value (launcher options only: the loop ends at the subcommand).
+  if [[ $1 == --?*=* ]]; then
+    case ${1%%=*} in
+      --np | --ppn | --hostfile | --threads | --cores-per-node | --env | --mpirun-arg | --mpirun | --bin)
+        set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
+      --no-bind | --dry-run | --help) die_usage "${1%%=*} takes no value" ;;
+      --mca) die_usage "--mca takes NAME and VALUE as two arguments" ;;
+    esac
+  fi
   case $1 in
     -np | --np | -n)
       need_value "$@"; is_posint "$2" || die_usage "$1 wants a positive integer, got '$2'"
@@ -150,6 +162,14 @@ while [[ $# -gt 0 ]]; do
 done
 
 [[ $# -gt 0 ]] || die_usage "no ringtrain arguments given (e.g. 'train --model lenet5 ...')"
+
+# The binary: --bin, $RINGTRAIN_BIN, the build tree's, else an installed one on PATH.
+if [[ -z $bin ]]; then
+  bin=${RINGTRAIN_BUILD_DIR:-$repo/build}/apps/ringtrain
+  if [[ ! -x $bin ]] && command -v ringtrain >/dev/null 2>&1; then
+    bin=$(command -v ringtrain)
+  fi
+fi
 
 if [[ -z $cores ]]; then
   cores=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
@@ -255,7 +275,7 @@ fi
 
 if [[ ! -x $bin ]]; then
   echo "$prog: error: ringtrain binary '$bin' not found or not executable" \
-    "(build it with scripts/build.sh, or pass --bin)" >&2
+    "(build it with scripts/build.sh, install it on PATH with cmake --install, or pass --bin)" >&2
   exit 1
 fi
 if ((${#root_env[@]})); then

@@ -43,18 +43,18 @@ def build_report(run, plots):
     if cfg_rows:
         out += ["## Configuration", "", table(["Setting", "Value"], cfg_rows), ""]
 
-    acc = rundata._num(s.get("final_test_accuracy"))
+    acc = rundata.num(s.get("final_test_accuracy"))
     res_rows = [
-        ["Wall time (s)", fmt(rundata._num(s.get("wall_s")), 2)],
-        ["Final training loss", fmt(rundata._num(s.get("final_train_loss")), 4)],
-        ["Final test loss", fmt(rundata._num(s.get("final_test_loss")), 4)],
+        ["Wall time (s)", fmt(rundata.num(s.get("wall_s")), 2)],
+        ["Final training loss", fmt(rundata.num(s.get("final_train_loss")), 4)],
+        ["Final test loss", fmt(rundata.num(s.get("final_test_loss")), 4)],
         ["Final test accuracy (%)", pct(acc, 2)],
         ["Test error (%)", pct(None if acc is None else 1 - acc, 2)],
-        ["Throughput (images/s, all ranks)", fmt(rundata._num(s.get("images_per_s")), 1)],
+        ["Throughput (images/s, all ranks)", fmt(rundata.num(s.get("images_per_s")), 1)],
         ["Epochs completed", fmt(s.get("epochs_completed"))],
         ["Steps", fmt(s.get("steps"))],
         ["Stopped by", fmt(s.get("stopped_by"))],
-        ["Time to target accuracy (s)", fmt(rundata._num(s.get("time_to_target_s")), 2)],
+        ["Time to target accuracy (s)", fmt(rundata.num(s.get("time_to_target_s")), 2)],
     ]
     out += ["## Results", "", table(["", "Value"], [r for r in res_rows if r[1] != ""]), ""]
 
@@ -114,9 +114,9 @@ def build_report(run, plots):
 
     ckpts = run.of_type(0, "checkpoint")
     if ckpts:
-        total = sum(rundata._num(x.get("seconds")) or 0.0 for x in ckpts)
-        size = rundata._num(ckpts[-1].get("bytes"))
-        wall = rundata._num(s.get("wall_s"))
+        total = sum(rundata.num(x.get("seconds")) or 0.0 for x in ckpts)
+        size = rundata.num(ckpts[-1].get("bytes"))
+        wall = rundata.num(s.get("wall_s"))
         line = (f"{len(ckpts)} checkpoint(s), {total:.2f} s in total"
                 + (f" ({100 * total / wall:.1f}% of the wall time)" if wall else "")
                 + (f", {size / 1e6:.2f} MB each" if size else "") + ".")
@@ -125,7 +125,7 @@ def build_report(run, plots):
     events = [e for r in run.records for e in run.of_type(r, "event")]
     if events:
         out += ["## Events", ""]
-        out += [f"- t={fmt(rundata._num(e.get('t')), 1)} s: {e.get('message', '')}"
+        out += [f"- t={fmt(rundata.num(e.get('t')), 1)} s: {e.get('message', '')}"
                 for e in events[:50]]
         out.append("")
 

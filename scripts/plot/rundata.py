@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import statistics
 import sys
 
 # Phases in the order a step spends them; `wait` and `exposed_comm` are parts of `allreduce`
@@ -18,7 +19,7 @@ PHASES = ["data", "forward", "backward", "allreduce", "exposed_comm", "wait", "o
           "checkpoint", "eval"]
 
 
-def _num(x):
+def num(x):
     """float(x), or None for empty/invalid/non-finite values."""
     if x is None or x == "":
         return None
@@ -29,7 +30,7 @@ def _num(x):
     return v if math.isfinite(v) else None
 
 
-def _read_json(path):
+def read_json(path):
     try:
         with open(path) as f:
             return json.load(f)
@@ -66,8 +67,8 @@ class Run:
     def __init__(self, run_dir):
         self.dir = run_dir
         self.name = os.path.basename(os.path.normpath(run_dir))
-        self.config = _read_json(os.path.join(run_dir, "config.json")) or {}
-        self.summary_file = _read_json(os.path.join(run_dir, "summary.json"))
+        self.config = read_json(os.path.join(run_dir, "config.json")) or {}
+        self.summary_file = read_json(os.path.join(run_dir, "summary.json"))
         self.metrics = self._read_metrics(os.path.join(run_dir, "metrics.csv"))
         self.records = self._read_ranks(run_dir)
 
@@ -77,7 +78,7 @@ class Run:
         try:
             with open(path, newline="") as f:
                 for row in csv.DictReader(f):
-                    rows.append({k: _num(v) for k, v in row.items() if k})
+                    rows.append({k: num(v) for k, v in row.items() if k})
         except OSError:
             pass
         return rows
@@ -109,10 +110,10 @@ class Run:
             return self.metrics
         rows = []
         for e in self.of_type(min(self.records, default=0), "eval"):
-            rows.append({"epoch": _num(e.get("epoch")), "step": _num(e.get("step")),
-                         "test_loss": _num(e.get("test_loss")),
-                         "test_accuracy": _num(e.get("test_accuracy")),
-                         "elapsed_s": _num(e.get("t"))})
+            rows.append({"epoch": num(e.get("epoch")), "step": num(e.get("step")),
+                         "test_loss": num(e.get("test_loss")),
+                         "test_accuracy": num(e.get("test_accuracy")),
+                         "elapsed_s": num(e.get("t"))})
         return rows
 
     def training_ranks(self):
@@ -134,10 +135,57 @@ class Run:
         pts = []
         for r in ranks:
             for s in self.of_type(r, "step"):
-                t, loss = _num(s.get("t")), _num(s.get("loss"))
+                t, loss = num(s.get("t")), num(s.get("loss"))
                 if t is not None and loss is not None:
                     pts.append((t, loss))
         return sorted(pts)
+
+    def throughput_after_warmup(self, warmup, batch, world_size):
+        """Global images/s after `warmup` steps, from rank 0's step records.
+
+        The span between the end of the warm-up and the last step covers (last.step -
+        warm.step) synchronous steps of world_size x batch images; evaluations and
+        checkpoints inside it are not training time. None when the records are missing or
+        too few (summary()'s images_per_s, warm-up included, is then the figure to use)."""
+        steps = [r for r in self.of_type(0, "step") if "t" in r and "step" in r]
+        pauses = [r for r in self.of_type(0, "eval") + self.of_type(0, "checkpoint") if "t" in r]
+        steps.sort(key=lambda r: r["step"])
+        if len(steps) <= warmup + 1:
+            return None
+        start = steps[warmup - 1] if warmup > 0 else steps[0]
+        end = steps[-1]
+        n_steps = end["step"] - start["step"]
+        # `t` of an eval or checkpoint record may be its start or end: either way it lies in
+        # the window.
+        paused = sum(p.get("seconds", 0.0) for p in pauses if start["t"] < p["t"] < end["t"])
+        span = end["t"] - start["t"] - paused
+        if n_steps <= 0 or span <= 0:
+            return None
+        dts = [b["t"] - a["t"] for a, b in zip(steps[warmup:], steps[warmup + 1:])]
+        return {"images_per_s": n_steps * batch * world_size / span, "timed_steps": n_steps,
+                "excluded_eval_s": paused,
+                "step_ms_median": 1e3 * statistics.median(dts) if dts else None,
+                "throughput_source": "rank-0.jsonl after warm-up"}
+
+    def step_ms_medians(self, rank, skip=0):
+        """Medians over a rank's step records after the first `skip` of the milliseconds per
+        optimizer step in compute (data, forward, backward, optimizer), in the all-reduce and
+        in its exposed part (all of it in logs from before overlap); {} without records.
+        A record may cover several steps (`steps`, with --log-every)."""
+        steps = self.of_type(rank, "step")[skip:]
+        if not steps:
+            return {}
+
+        def per_step(s, keys):
+            return sum(num(s.get(k)) or 0.0 for k in keys) / max(num(s.get("steps")) or 1, 1)
+
+        compute = [per_step(s, ("data_s", "forward_s", "backward_s", "optimizer_s")) for s in steps]
+        allreduce = [per_step(s, ("allreduce_s",)) for s in steps]
+        exposed = [per_step(s, ("exposed_comm_s" if "exposed_comm_s" in s else "allreduce_s",))
+                   for s in steps]
+        return {"compute_ms": 1e3 * statistics.median(compute),
+                "allreduce_ms": 1e3 * statistics.median(allreduce),
+                "exposed_ms": 1e3 * statistics.median(exposed)}
 
     def rank_totals(self, rank):
         """One rank's totals: summary.json's entry where present, else summed from its log."""
@@ -152,37 +200,37 @@ class Run:
         phases = {}
         given = entry.get("phases_s") or {}
         for p in PHASES:
-            v = _num(given.get(p))
+            v = num(given.get(p))
             if v is None and p == "eval" and evals:
-                v = sum(_num(e.get("seconds")) or 0.0 for e in evals)
+                v = sum(num(e.get("seconds")) or 0.0 for e in evals)
             elif v is None and p != "eval" and steps and any((p + "_s") in s for s in steps):
-                v = sum(_num(s.get(p + "_s")) or 0.0 for s in steps)
+                v = sum(num(s.get(p + "_s")) or 0.0 for s in steps)
             phases[p] = v
-        times = [_num(r.get("t")) for r in recs if _num(r.get("t")) is not None]
-        wall = _num(entry.get("wall_s"))
+        times = [num(r.get("t")) for r in recs if num(r.get("t")) is not None]
+        wall = num(entry.get("wall_s"))
         if wall is None and times:
             wall = max(times)
-        peak = _num(entry.get("peak_rss_mb"))
+        peak = num(entry.get("peak_rss_mb"))
         if peak is None and res:
-            vals = [_num(r.get("peak_rss_mb")) or _num(r.get("rss_mb")) for r in res]
+            vals = [num(r.get("peak_rss_mb")) or num(r.get("rss_mb")) for r in res]
             vals = [v for v in vals if v is not None]
             peak = max(vals) if vals else None
-        cpu = _num(entry.get("mean_cpu_percent"))
+        cpu = num(entry.get("mean_cpu_percent"))
         if cpu is None and res:
-            vals = [_num(r.get("cpu_percent")) for r in res]
+            vals = [num(r.get("cpu_percent")) for r in res]
             vals = [v for v in vals if v is not None]
             cpu = sum(vals) / len(vals) if vals else None
 
         def mb(key_summary, key_step):
-            v = _num(entry.get(key_summary))
+            v = num(entry.get(key_summary))
             if v is None and steps:
-                b = [_num(s.get(key_step)) for s in steps]
+                b = [num(s.get(key_step)) for s in steps]
                 b = [x for x in b if x is not None]
                 v = max(b) / 1e6 if b else None  # cumulative counters
             return v
 
-        images = sum(_num(s.get("images")) or 0.0 for s in steps)
-        ips = _num(entry.get("images_per_s"))
+        images = sum(num(s.get("images")) or 0.0 for s in steps)
+        ips = num(entry.get("images_per_s"))
         if ips is None and images and wall:
             ips = images / wall
         host = entry.get("host")
@@ -191,12 +239,12 @@ class Run:
             host = hosts[rank]
         # The share of the all-reduce that ran beside backward (None for logs from before
         # overlap, which have no exposed_comm).
-        hidden = _num(entry.get("hidden_comm_share"))
+        hidden = num(entry.get("hidden_comm_share"))
         if hidden is None and phases.get("exposed_comm") is not None and phases.get("allreduce"):
             hidden = max(0.0, 1.0 - phases["exposed_comm"] / phases["allreduce"])
         return {"rank": rank, "host": host, "wall_s": wall, "phases_s": phases,
-                "role": entry.get("role"), "steps_per_s": _num(entry.get("steps_per_s")),
-                "steps": _num(entry.get("steps")),
+                "role": entry.get("role"), "steps_per_s": num(entry.get("steps_per_s")),
+                "steps": num(entry.get("steps")),
                 "hidden_comm_share": hidden,
                 "peak_rss_mb": peak, "mean_cpu_percent": cpu,
                 "mb_sent": mb("mb_sent", "bytes_sent"),
@@ -209,28 +257,28 @@ class Run:
         ranks = [self.rank_totals(r) for r in self.ranks]
         s["ranks"] = ranks
         walls = [r["wall_s"] for r in ranks if r["wall_s"] is not None]
-        if _num(s.get("wall_s")) is None:
+        if num(s.get("wall_s")) is None:
             s["wall_s"] = max(walls) if walls else None
         rows = self.epoch_series()
         last = rows[-1] if rows else {}
         steps0 = self.of_type(min(self.records, default=0), "step")
-        if _num(s.get("final_train_loss")) is None:
+        if num(s.get("final_train_loss")) is None:
             v = last.get("train_loss")
             if v is None and steps0:
-                v = _num(steps0[-1].get("loss"))
+                v = num(steps0[-1].get("loss"))
             s["final_train_loss"] = v
-        if _num(s.get("final_test_loss")) is None:
+        if num(s.get("final_test_loss")) is None:
             s["final_test_loss"] = last.get("test_loss")
-        if _num(s.get("final_test_accuracy")) is None:
+        if num(s.get("final_test_accuracy")) is None:
             s["final_test_accuracy"] = last.get("test_accuracy")
-        if _num(s.get("images_per_s")) is None:
+        if num(s.get("images_per_s")) is None:
             ips = [r["images_per_s"] for r in ranks if r["images_per_s"] is not None]
             s["images_per_s"] = sum(ips) if ips else last.get("images_per_s")
         if s.get("epochs_completed") is None:
             s["epochs_completed"] = int(last["epoch"]) if last.get("epoch") is not None else None
         if s.get("steps") is None:
             s["steps"] = int(last["step"]) if last.get("step") is not None else (
-                int(_num(steps0[-1].get("step")) or 0) if steps0 else None)
+                int(num(steps0[-1].get("step")) or 0) if steps0 else None)
         s.setdefault("world_size", len(ranks) or None)
         s.setdefault("model", self.config.get("model"))
         s["complete"] = self.summary_file is not None

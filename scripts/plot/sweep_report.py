@@ -197,7 +197,7 @@ def section_runs(rows, sweep_dir):
 
 
 def write_report(sweep_dir, rows, plots, path):
-    meta = rundata._read_json(os.path.join(sweep_dir, "sweep.json")) or {}
+    meta = sweepdata.read_meta(sweep_dir)
     ok = [r for r in rows if r.get("status") == "ok"]
     first = rows[0] if rows else {}
     out = [f"# Sweep report: {os.path.basename(os.path.normpath(sweep_dir))}", ""]

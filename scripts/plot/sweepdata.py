@@ -76,12 +76,8 @@ PER_RANK_LISTS = ("rank_wall_s", "mb_sent_per_rank", "mb_received_per_rank",
                   "worker_steps_per_s", "mb_per_s_per_node")
 
 
-def load_row(run_dir):
-    rec = rundata._read_json(os.path.join(run_dir, "sweep-run.json")) or {}
-    run = rundata.Run(run_dir)
-    cfg = run.config
-    has_data = bool(cfg or run.records or run.summary_file)
-    s = run.summary() if has_data else {"ranks": []}
+def _placement(rec, cfg, s):
+    """(ranks, per-rank batch, global batch, batch size as the sweep named it, ppn, nodes)."""
     ranks = rec.get("np") or cfg.get("world_size") or s.get("world_size")
     per_rank = rec.get("per_rank_batch") or cfg.get("batch_size")
     global_b = rec.get("global_batch") or cfg.get("global_batch_size") or (
@@ -98,17 +94,12 @@ def load_row(run_dir):
         nodes = len(set(hosts)) if hosts else None
         if ppn is None and ranks and nodes:
             ppn = math.ceil(ranks / nodes)
-    status = rec.get("status") or ("ok" if run.summary_file else "incomplete")
-    ckpt = rec.get("checkpoint")
-    if ckpt is None:
-        ckpt = "on" if cfg.get("checkpoint_every") else "off"
-    rank_rows = s["ranks"]
-    ar_share, wait_share = rundata.shares(s)
-    peaks = [r["peak_rss_mb"] for r in rank_rows if r.get("peak_rss_mb") is not None]
-    cpus = [r["mean_cpu_percent"] for r in rank_rows if r.get("mean_cpu_percent") is not None]
-    ckpt_s = [(r.get("phases_s") or {}).get("checkpoint") for r in rank_rows]
-    ckpt_s = [c for c in ckpt_s if c is not None]
-    acc = rundata._num(s.get("final_test_accuracy"))
+    return ranks, per_rank, global_b, batch, ppn, nodes
+
+
+def _mode(rec, cfg, s):
+    """(mode, servers, staleness bound, all-reduce): servers and K of async runs only, the
+    all-reduce of sync runs only (the servers exchange an async run's gradients)."""
     mode = rec.get("mode") or cfg.get("mode") or s.get("mode") or "sync"
     servers = rec.get("servers") or cfg.get("servers") or s.get("servers")
     k = rec.get("max_staleness")
@@ -116,13 +107,17 @@ def load_row(run_dir):
         k = cfg.get("max_staleness", s.get("max_staleness"))
     algo = rec.get("allreduce") if "allreduce" in rec else cfg.get("allreduce")
     if mode == "async":
-        algo = None  # the servers exchange the gradients, no all-reduce
-    else:
-        servers = k = None
-    # Steps/s per training rank, over training time (evaluation and checkpoints left out):
-    # an async worker's own figure from summary.json; a sync run's optimizer steps, which
-    # every rank takes, over rank 0's training time.
-    steps = s.get("steps")
+        return mode, servers, k, None
+    return mode, None, None, algo
+
+
+def _rates(s, mode, ppn):
+    """(steps/s per training rank, MB/s in and out per node). Steps/s over training time
+    (evaluation and checkpoints left out): an async worker's own figure from summary.json; a
+    sync run's optimizer steps, which every rank takes, over rank 0's training time. Traffic
+    per node: each rank's MB in and out over its wall time, summed over the ranks of a node
+    (ranks fill nodes in order, ppn at a time)."""
+    rank_rows, steps = s["ranks"], s.get("steps")
     worker_rates = []
     if mode == "async":
         worker_rates = [r["steps_per_s"] for r in rank_rows if r.get("role") == "worker"
@@ -131,10 +126,6 @@ def load_row(run_dir):
         secs = _training_seconds(rank_rows[0])
         if secs:
             worker_rates = [steps / secs]
-    epochs_done = s.get("epochs_completed")
-    train_s = _training_seconds(rank_rows[0]) if rank_rows else None
-    # Traffic per node: each rank's MB in and out over its wall time, summed over the ranks
-    # of a node (ranks fill nodes in order, ppn at a time).
     node_rates = []
     for i, r in enumerate(rank_rows):
         if r.get("wall_s") and r.get("mb_sent") is not None and r.get("mb_received") is not None:
@@ -142,33 +133,65 @@ def load_row(run_dir):
             while len(node_rates) <= node:
                 node_rates.append(0.0)
             node_rates[node] += (r["mb_sent"] + r["mb_received"]) / r["wall_s"]
-    hist = _histogram(s.get("staleness_histogram")) if mode == "async" else []
+    return worker_rates, node_rates
+
+
+def _staleness(s, mode):
+    """(largest staleness seen, "63+" when the trainer's open last bucket has counts; the
+    sorted histogram) of an async run; (None, []) otherwise."""
+    if mode != "async":
+        return None, []
+    hist = _histogram(s.get("staleness_histogram"))
     seen = [st for st, n in hist if n > 0]
-    # The trainer's last bucket ("63+") counts everything at or past it.
     open_end = any(str(key).endswith("+") and n for key, n in
-                   (s.get("staleness_histogram") or {}).items()) if mode == "async" else False
+                   (s.get("staleness_histogram") or {}).items())
+    return ((f"{max(seen)}+" if open_end else max(seen)) if seen else None), hist
+
+
+def load_row(run_dir):
+    rec = rundata.read_json(os.path.join(run_dir, "sweep-run.json")) or {}
+    run = rundata.Run(run_dir)
+    cfg = run.config
+    has_data = bool(cfg or run.records or run.summary_file)
+    s = run.summary() if has_data else {"ranks": []}
+    ranks, per_rank, global_b, batch, ppn, nodes = _placement(rec, cfg, s)
+    status = rec.get("status") or ("ok" if run.summary_file else "incomplete")
+    ckpt = rec.get("checkpoint")
+    if ckpt is None:
+        ckpt = "on" if cfg.get("checkpoint_every") else "off"
+    rank_rows = s["ranks"]
+    ar_share, wait_share = rundata.shares(s)
+    peaks = [r["peak_rss_mb"] for r in rank_rows if r.get("peak_rss_mb") is not None]
+    cpus = [r["mean_cpu_percent"] for r in rank_rows if r.get("mean_cpu_percent") is not None]
+    ckpt_s = [c for c in ((r.get("phases_s") or {}).get("checkpoint") for r in rank_rows) if c is not None]
+    acc = rundata.num(s.get("final_test_accuracy"))
+    mode, servers, k, algo = _mode(rec, cfg, s)
+    worker_rates, node_rates = _rates(s, mode, ppn)
+    epochs_done = s.get("epochs_completed")
+    train_s = _training_seconds(rank_rows[0]) if rank_rows else None
+    staleness_max, hist = _staleness(s, mode)
 
     def joined(key):
         vals = [r.get(key) for r in rank_rows]
         return ";".join("" if v is None else f"{v:.3f}" for v in vals) if any(
             v is not None for v in vals) else None
 
-    row = {
+    return {
         "name": rec.get("name") or run.name,
         "model": cfg.get("model") or s.get("model") or rec.get("model"),
-        "dataset": cfg.get("dataset") or rec.get("dataset"), "scaling": scaling,
+        "dataset": cfg.get("dataset") or rec.get("dataset"), "scaling": rec.get("scaling") or "weak",
         "batch_size": batch,
         "per_rank_batch": per_rank, "global_batch": global_b, "ranks": ranks, "ppn": ppn,
         "nodes": nodes, "allreduce": algo, "mode": mode_label(mode, algo, k),
         "servers": servers, "max_staleness": k, "checkpoint": ckpt, "repeat": rec.get("repeat") or 1, "status": status,
         "exit_code": rec.get("exit_code"),
-        "wall_s": rundata._num(s.get("wall_s")) if run.records or run.summary_file else None,
-        "launcher_wall_s": rundata._num(rec.get("launcher_wall_s")),
+        "wall_s": rundata.num(s.get("wall_s")) if run.records or run.summary_file else None,
+        "launcher_wall_s": rundata.num(rec.get("launcher_wall_s")),
         "rank_wall_s": joined("wall_s"),
-        "final_train_loss": rundata._num(s.get("final_train_loss")),
-        "final_test_loss": rundata._num(s.get("final_test_loss")),
+        "final_train_loss": rundata.num(s.get("final_train_loss")),
+        "final_test_loss": rundata.num(s.get("final_test_loss")),
         "test_accuracy": acc, "test_error": None if acc is None else 1.0 - acc,
-        "images_per_s": rundata._num(s.get("images_per_s")),
+        "images_per_s": rundata.num(s.get("images_per_s")),
         "peak_rss_mb": max(peaks) if peaks else None,
         "mean_cpu_percent": sum(cpus) / len(cpus) if cpus else None,
         "mb_sent_per_rank": joined("mb_sent"), "mb_received_per_rank": joined("mb_received"),
@@ -178,14 +201,19 @@ def load_row(run_dir):
         if mode == "async" and worker_rates else None,
         "epoch_s": train_s / epochs_done if train_s and epochs_done else None,
         "mb_per_s_per_node": ";".join(f"{v:.3f}" for v in node_rates) if node_rates else None,
-        "staleness_max": (f"{max(seen)}+" if open_end else max(seen)) if seen else None,
+        "staleness_max": staleness_max,
         "staleness_histogram": ";".join(f"{st}:{n}" for st, n in hist) if hist else None,
         "checkpoint_s": max(ckpt_s) if ckpt_s else None,
         "epochs_completed": s.get("epochs_completed"), "steps": s.get("steps"),
         "error_message": "" if status == "ok" else _error_message(
             os.path.join(run_dir, rec.get("log") or "launch.log")),
     }
-    return row
+
+
+def read_meta(sweep_dir):
+    """sweep.json: the sweep's own parameters (model, dataset, scaling, epochs, launcher,
+    train_extra ...); {} when absent or unreadable."""
+    return rundata.read_json(os.path.join(sweep_dir, "sweep.json")) or {}
 
 
 def load_sweep(sweep_dir):
@@ -221,7 +249,7 @@ def _sort_key(v):
 def per_rank_list(value):
     if not value:
         return []
-    return [rundata._num(x) for x in str(value).split(";")]
+    return [rundata.num(x) for x in str(value).split(";")]
 
 
 def varying(rows, exclude=()):

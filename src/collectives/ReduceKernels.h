@@ -1,6 +1,7 @@
 // The element-wise float kernels of the all-reduce algorithms. Plain loops over
-// __restrict pointers that GCC auto-vectorises (AVX2/AVX-512 with -march=native, checked
-// with -fopt-info-vec); kept in their own translation unit so that check is easy to repeat.
+// __restrict pointers that GCC auto-vectorises, compiled for AVX-512F, AVX2 and the baseline
+// with the CPU's best chosen at run time (common/CpuDispatch.h; checked with -fopt-info-vec);
+// kept in their own translation unit so that check is easy to repeat.
 #pragma once
 
 #include <cstddef>

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "datasets/ByteReader.h"
+#include "datasets/DataNotFound.h"
 
 namespace ringtrain {
 namespace {
@@ -32,8 +33,8 @@ std::unique_ptr<ImageDataset> read_cifar10_batches(const std::vector<std::string
   std::vector<std::uint64_t> file_records;
   for (const auto& path : paths) {
     if (!std::filesystem::exists(path))
-      throw std::runtime_error(fmt::format("{}: file not found; expected {} in {}", path, kExpected,
-                                           std::filesystem::path(path).parent_path().string()));
+      throw DataNotFound(fmt::format("{}: file not found; expected {} in {}", path, kExpected,
+                                     std::filesystem::path(path).parent_path().string()));
     const std::uint64_t size = file_size_checked(path);
     if (size == 0 || size % kCifarRecordBytes != 0)
       throw std::runtime_error(fmt::format("{}: size {} is not a whole number of {}-byte CIFAR-10 records "
@@ -95,8 +96,8 @@ std::vector<std::string> read_cifar10_class_names(const std::string& batches_dir
 DatasetSplits load_cifar10_dataset(const std::string& dir) {
   const std::string batches = cifar10_batches_dir(dir);
   if (!std::filesystem::is_directory(batches))
-    throw std::runtime_error(fmt::format("{}: directory not found; expected {} there or in {}/cifar-10-batches-bin", dir,
-                                         kExpected, dir));
+    throw DataNotFound(fmt::format("{}: directory not found; expected {} there or in {}/cifar-10-batches-bin", dir,
+                                   kExpected, dir));
   auto file = [&](const std::string& name) { return (std::filesystem::path(batches) / name).string(); };
   const auto names = read_cifar10_class_names(batches);
   DatasetSplits splits;

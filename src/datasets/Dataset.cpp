@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "datasets/Cifar10Reader.h"
+#include "datasets/DataNotFound.h"
 #include "datasets/IdxReader.h"
 #include "datasets/ImageDataset.h"
 #include "datasets/SvhnReader.h"
@@ -17,10 +18,16 @@ namespace {
 
 constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
+// How to get a data set that is not there: named in every missing-data error.
+std::string how_to_get(const std::string& name) {
+  if (name == "fashion-mnist") return "Debian's dataset-fashion-mnist package has it (scripts/setup.sh installs it)";
+  return fmt::format("scripts/get-data.sh {} DIR downloads it", name);
+}
+
 std::string require_dir(const DatasetConfig& config, const char* expected) {
   if (!config.data_dir.empty()) return config.data_dir;
-  throw std::invalid_argument(
-      fmt::format("dataset '{}' has no default directory: pass --data-dir DIR, where DIR holds {}", config.name, expected));
+  throw std::invalid_argument(fmt::format("dataset '{}' has no default directory: pass --data-dir DIR, where DIR holds {}; {}",
+                                          config.name, expected, how_to_get(config.name)));
 }
 
 ImageDataset& as_image_dataset(Dataset& d) {
@@ -29,11 +36,7 @@ ImageDataset& as_image_dataset(Dataset& d) {
   return *image;
 }
 
-}  // namespace
-
-std::vector<std::string> dataset_names() { return {"fashion-mnist", "mnist", "cifar10", "svhn", "synthetic"}; }
-
-DatasetSplits load_dataset(const DatasetConfig& config) {
+DatasetSplits read_splits(const DatasetConfig& config) {
   DatasetSplits splits;
   if (config.name == "fashion-mnist") {
     splits = load_idx_dataset(config.data_dir.empty() ? kFashionMnistDir : config.data_dir,
@@ -55,7 +58,20 @@ DatasetSplits load_dataset(const DatasetConfig& config) {
     for (const auto& n : dataset_names()) { if (!names.empty()) names += ", "; names += n; }
     throw std::invalid_argument(fmt::format("unknown dataset '{}' (known: {})", config.name, names));
   }
+  return splits;
+}
 
+}  // namespace
+
+std::vector<std::string> dataset_names() { return {"fashion-mnist", "mnist", "cifar10", "svhn", "synthetic"}; }
+
+DatasetSplits load_dataset(const DatasetConfig& config) {
+  DatasetSplits splits;
+  try {
+    splits = read_splits(config);
+  } catch (const DataNotFound& e) {
+    throw DataNotFound(fmt::format("{}; {}", e.what(), how_to_get(config.name)));
+  }
   ImageDataset& train = as_image_dataset(*splits.train);
   ImageDataset& test = as_image_dataset(*splits.test);
   if (config.normalize) {

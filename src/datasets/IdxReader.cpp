@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "datasets/ByteReader.h"
+#include "datasets/DataNotFound.h"
 
 namespace ringtrain {
 namespace {
@@ -99,10 +100,10 @@ std::string find_idx_file(const std::string& dir, const std::string& base) {
     const auto path = (std::filesystem::path(dir) / name).string();
     if (std::filesystem::exists(path)) return path;
   }
-  throw std::runtime_error(fmt::format("{}: IDX file {}[.gz] not found (expected train-images-idx3-ubyte, "
-                                       "train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, "
-                                       "raw or .gz, in this directory)",
-                                       (std::filesystem::path(dir) / base).string(), base));
+  throw DataNotFound(fmt::format("{}: IDX file {}[.gz] not found (expected train-images-idx3-ubyte, "
+                                 "train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, "
+                                 "raw or .gz, in this directory)",
+                                 (std::filesystem::path(dir) / base).string(), base));
 }
 
 std::unique_ptr<ImageDataset> load_idx_split(const std::string& images_path, const std::string& labels_path,

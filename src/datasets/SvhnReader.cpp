@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "datasets/DataNotFound.h"
 #include "datasets/MatFile.h"
 
 namespace ringtrain {
@@ -23,9 +24,9 @@ std::string dims_text(const std::vector<std::uint64_t>& dims) {
 
 std::unique_ptr<ImageDataset> read_svhn_mat(const std::string& path) {
   if (!std::filesystem::exists(path))
-    throw std::runtime_error(fmt::format("{}: file not found; expected train_32x32.mat and test_32x32.mat (SVHN cropped "
-                                         "digits, format 2) in {}",
-                                         path, std::filesystem::path(path).parent_path().string()));
+    throw DataNotFound(fmt::format("{}: file not found; expected train_32x32.mat and test_32x32.mat (SVHN cropped "
+                                   "digits, format 2) in {}",
+                                   path, std::filesystem::path(path).parent_path().string()));
   const MatFile mat(path);
   const MatVariable& x = mat.variable("X");
   const MatVariable& y = mat.variable("y");
@@ -72,7 +73,7 @@ std::unique_ptr<ImageDataset> read_svhn_mat(const std::string& path) {
 
 DatasetSplits load_svhn_dataset(const std::string& dir) {
   if (!std::filesystem::is_directory(dir))
-    throw std::runtime_error(fmt::format("{}: directory not found; expected train_32x32.mat and test_32x32.mat (SVHN) there", dir));
+    throw DataNotFound(fmt::format("{}: directory not found; expected train_32x32.mat and test_32x32.mat (SVHN) there", dir));
   DatasetSplits splits;
   splits.train = read_svhn_mat((std::filesystem::path(dir) / "train_32x32.mat").string());
   splits.test = read_svhn_mat((std::filesystem::path(dir) / "test_32x32.mat").string());

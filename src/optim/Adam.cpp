@@ -6,20 +6,24 @@
 #include <algorithm>
 #include <cmath>
 
-#if defined(__AVX__)
 #include <immintrin.h>
-#endif
 
 namespace ringtrain {
 namespace {
 
-// x[i] = sqrt(x[i]) for x[i] >= 0; correctly rounded either way (IEEE sqrt). 256-bit
-// only: GCC 12's _mm512_sqrt_ps trips -Wmaybe-uninitialized, and the loop is memory bound.
-void sqrt_in_place(float* x, std::size_t n) {
+// x[i] = sqrt(x[i]) for x[i] >= 0; correctly rounded either way (IEEE sqrt), so the AVX and
+// the scalar loop agree bit for bit. 256-bit only: GCC 12's _mm512_sqrt_ps trips
+// -Wmaybe-uninitialized, and the loop is memory bound. AVX is chosen at run time, so the
+// portable build uses it too.
+__attribute__((target("avx"))) std::size_t sqrt_in_place_avx(float* x, std::size_t n) {
   std::size_t i = 0;
-#if defined(__AVX__)
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_sqrt_ps(_mm256_loadu_ps(x + i)));
-#endif
+  return i;
+}
+
+void sqrt_in_place(float* x, std::size_t n) {
+  static const bool avx = __builtin_cpu_supports("avx");
+  std::size_t i = avx ? sqrt_in_place_avx(x, n) : 0;
   for (; i < n; ++i) x[i] = std::sqrt(x[i]);
 }
 

@@ -94,7 +94,8 @@ TEST_CASE("CIFAR-10 errors name the file and the problem", "[cifar10]") {
   }
   SECTION("missing batch") {
     std::filesystem::remove(batch3);
-    REQUIRE_THROWS_WITH(load_dataset(config), Contains(batch3) && Contains("not found") && Contains("test_batch.bin"));
+    REQUIRE_THROWS_WITH(load_dataset(config), Contains(batch3) && Contains("not found") && Contains("test_batch.bin") &&
+                                                  Contains("scripts/get-data.sh cifar10 DIR downloads it"));
   }
   SECTION("class-name file with the wrong count") {
     write_file(dir.file("batches.meta.txt"), Bytes{'a', '\n', 'b', '\n', 'c', '\n'});

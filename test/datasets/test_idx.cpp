@@ -150,7 +150,10 @@ TEST_CASE("IDX errors name the file and the problem", "[idx]") {
     config.name = "mnist";
     config.data_dir = dir.str();
     REQUIRE_THROWS_WITH(load_dataset(config), Contains(dir.file("train-images-idx3-ubyte")) &&
-                                                  Contains("t10k-labels-idx1-ubyte") && Contains("not found"));
+                                                  Contains("t10k-labels-idx1-ubyte") && Contains("not found") &&
+                                                  Contains("scripts/get-data.sh mnist DIR downloads it"));
+    config.data_dir.clear();  // no default directory: a usage error that names the command too
+    REQUIRE_THROWS_WITH(load_dataset(config), Contains("--data-dir DIR") && Contains("scripts/get-data.sh mnist DIR"));
   }
 }
 

@@ -3,9 +3,12 @@
 run gives the five PNGs (valid signature, non-trivial size) and a report.md whose numbers
 match the fabricated run; a run with only the mandatory files (no summary.json, no resource
 samples) still gives loss/accuracy/phase plots and a report flagged incomplete; a directory
-with nothing in it is an error; a rank log cut off mid-line is read with a warning.
+with nothing in it is an error; a rank log cut off mid-line is read with a warning; the
+benchmarks' windowed throughput; no script but rundata.py/sweepdata.py reads a run's files.
 """
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,6 +35,45 @@ def png_ok(path):
         return head == b"\x89PNG\r\n\x1a\n" and os.path.getsize(path) > 10_000
     except OSError:
         return False
+
+
+def check_windowed_throughput(tmp, rundata):
+    """The benchmarks' images/s after warm-up: steps of world x batch images between the
+    warm-up's last step and the last one, less the evaluation inside that window."""
+    d = os.path.join(tmp, "window")
+    os.makedirs(d)
+    recs = [{"type": "step", "t": 1.0 + 0.5 * i, "step": i + 1, "data_s": 0.1, "forward_s": 0.1,
+             "backward_s": 0.2, "optimizer_s": 0.05, "allreduce_s": 0.05, "steps": 1}
+            for i in range(10)]
+    recs.append({"type": "eval", "t": 3.2, "seconds": 0.5})
+    with open(os.path.join(d, "rank-0.jsonl"), "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in recs))
+    run = rundata.Run(d)
+    w = run.throughput_after_warmup(2, 8, 2)
+    # steps 2..10: 8 steps of 2 x 8 images over 4.0 s less 0.5 s of evaluation.
+    check(w and w["timed_steps"] == 8 and abs(w["images_per_s"] - 8 * 16 / 3.5) < 1e-9,
+          f"throughput_after_warmup: {w}")
+    check(run.throughput_after_warmup(10, 8, 2) is None, "too few steps after warm-up: None")
+    m = run.step_ms_medians(0, skip=2)
+    check(abs(m["compute_ms"] - 450.0) < 1e-6 and abs(m["exposed_ms"] - 50.0) < 1e-6,
+          f"step_ms_medians: {m}")
+
+
+def check_one_reader():
+    """One reader of run and sweep directories: no script but rundata.py and sweepdata.py
+    opens a run's or a sweep's files for reading."""
+    names = r"(summary\.json|metrics\.csv|rank-|sweep(-run)?\.json|results\.csv)"
+    reading = re.compile(r"(open\(|json\.load|DictReader|read_json)[^\n]*" + names)
+    homes = {"rundata.py", "sweepdata.py"}
+    for root, _, files in os.walk(os.path.join(REPO, "scripts")):
+        for f in files:
+            if f in homes or not f.endswith((".py", ".sh")):
+                continue
+            path = os.path.join(root, f)
+            for i, line in enumerate(open(path), 1):
+                if reading.search(line) and '"w"' not in line:
+                    failures.append(f"{os.path.relpath(path, REPO)}:{i} reads a run file "
+                                    f"itself: {line.strip()}")
 
 
 def main():
@@ -98,6 +140,9 @@ def main():
           f"read_jsonl: {len(recs)} records, warnings {warned}")
     clean = rundata.read_jsonl(os.path.join(minimal, "rank-0.jsonl"), warned.append)
     check(len(warned) == 1 and len(clean) > 0, "a clean log gives no warning")
+
+    check_windowed_throughput(tmp, rundata)
+    check_one_reader()
 
     empty = os.path.join(tmp, "empty")
     os.makedirs(empty)

@@ -94,6 +94,15 @@ grep -q "slots=1 < 2 ranks per node" "$tmp/err" || fail "no warning for slots < 
   >/dev/null 2>"$tmp/err"
 [[ ! -s $tmp/err ]] || fail "no warning expected when slots suffice: $(cat "$tmp/err")"
 
+# 5b. --opt=value is --opt value; a switch given a value is a usage error.
+line=$("$run" --dry-run --cores-per-node=4 --np=2 --threads=1 --env=HOME --mpirun-arg=--report-bindings \
+  --bin=/opt/rt/ringtrain train --epochs=3)
+expect_has "$line" "-np 2 " "PE=1" "-x OMP_NUM_THREADS=1" "-x HOME" \
+  "--report-bindings /opt/rt/ringtrain train --epochs=3"
+expect_exit 2 --np=0 train
+expect_exit 2 --dry-run=yes train
+expect_exit 2 --mca=btl train
+
 # 6. Usage errors exit 2 with a message.
 expect_exit 2 --bogus-flag train
 expect_exit 2 -np 0 train
@@ -136,7 +145,18 @@ line=$(env DRY_RUN=1 RINGTRAIN_REPO="$here/../.." RUN_DIR="$tmp/run" bash "$sbat
   tail -1)
 expect_has "$line" "train --resume $tmp/x.rtck --run-dir $tmp/run"
 expect_not "$line" "--resume auto"
-for directive in "#SBATCH --signal=B:TERM@120" "#SBATCH --requeue"; do
+# --run-dir=X is the caller's run directory (not a second --run-dir); srun ends the step when
+# a rank dies; DRY_RUN with mpirun prints the line that runs (the sigkill delay on it) and
+# makes no run directory.
+out=$(env DRY_RUN=1 RINGTRAIN_REPO="$here/../.." SLURM_JOB_NUM_NODES=1 bash "$sbatch" train \
+  --run-dir="$tmp/own")
+expect_has "$out" "--kill-on-bad-exit=1" "train --run-dir=$tmp/own --resume auto" "run dir $tmp/own "
+expect_not "$out" "--run-dir $tmp" "runs/slurm-"
+line=$(env DRY_RUN=1 LAUNCHER=mpirun RINGTRAIN_REPO="$here/../.." TMPDIR="$tmp" SLURM_JOB_ID=8 \
+  RUN_DIR="$tmp/nodir/run" bash "$sbatch" | tail -1)
+expect_has "$line" "mpirun -np 1 " "--mca odls_base_sigkill_timeout 10" "--run-dir $tmp/nodir/run"
+[[ ! -e $tmp/nodir ]] || fail "DRY_RUN made the run directory's parent"
+for directive in "#SBATCH --signal=B:TERM@120" "#SBATCH --requeue" "#SBATCH --open-mode=append"; do
   grep -qx -- "$directive" "$sbatch" || fail "slurm.sbatch lacks '$directive'"
 done
 

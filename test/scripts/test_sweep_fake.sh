@@ -169,4 +169,34 @@ for bad in "--modes ssp" "--modes sync,bsp" "--servers 0"; do
   [[ $? -eq 2 ]] || fail "sweep.sh $bad should exit 2"
 done
 
+# 9. --opt=value, an option value that starts with '-', and JSON that survives any
+#    character in the recorded flags (quotes, backslashes, tabs, control characters).
+lst=$("$sweep" --dry-run --batch-sizes=16,32 --ranks=2 --mpirun-arg --oversubscribe --bin="$fake" \
+  --out="$tmp/dry" 2>&1)
+[[ $(grep -c '^\[' <<<"$lst") -eq 2 ]] || fail "--opt=value: expected 2 runs: $lst"
+grep -q -- "--mpirun-arg --oversubscribe -- train" <<<"$lst" || fail "--mpirun-arg --oversubscribe lost: $lst"
+"$sweep" --ranks=1 --bin "$fake" --out "$tmp/odd" --no-report -- --tag $'a "b" \\c\td\x01' \
+  --max-steps 3 >"$tmp/log9" 2>&1 || fail "odd-flag sweep failed: $(tail -3 "$tmp/log9")"
+py_check 'import json, sys
+m = json.load(open(sys.argv[1] + "/odd/sweep.json"))
+r = json.load(open(sys.argv[1] + "/odd/b64-np1-ppn1-ring-ckptoff-r1/sweep-run.json"))
+sys.exit(0 if "a \"b\" \\c\td\x01" in m["train_extra"] and r["status"] == "ok" else 1)' \
+  "sweep.json must hold the extra flags verbatim"
+
+# 10. SIGTERM to the sweep: passed to the running launcher, the run recorded as
+#     interrupted, no further run started, exit 130.
+: >"$tmp/args.jsonl"
+FAKE_RINGTRAIN_SLEEP=30 "$sweep" --batch-sizes 16,32 --bin "$fake" --out "$tmp/int" --no-report \
+  >"$tmp/log10" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [[ -s $tmp/args.jsonl ]] && break; sleep 0.1; done
+sleep 0.5
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+[[ $rc -eq 130 ]] || fail "an interrupted sweep exits 130, got $rc: $(cat "$tmp/log10")"
+grep -q '"status": "interrupted"' "$tmp/int/b16-np1-ppn1-ring-ckptoff-r1/sweep-run.json" 2>/dev/null ||
+  fail "the running run should be recorded as interrupted"
+[[ ! -e $tmp/int/b32-np1-ppn1-ring-ckptoff-r1 ]] || fail "no run may start after the interrupt"
+
 finish test_sweep_fake "$tmp/log1"

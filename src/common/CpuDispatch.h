@@ -1,0 +1,15 @@
+// RINGTRAIN_VECTOR_CLONES: compile a hot loop once per vector ISA (AVX-512F, AVX2, the
+// x86-64 baseline) and let the loader pick the one the CPU runs (GCC function multiversioning,
+// an ifunc resolved once at start-up). The portable build runs at native speed in these loops
+// while the same binary still starts on a CPU without AVX. Only for loops whose every
+// element is one correctly rounded operation (an add, a multiply, a sqrt): the clones then
+// give bit-identical results, so ranks on different CPUs stay in step. A -march=native build
+// (RINGTRAIN_NATIVE) needs no clones; a ThreadSanitizer build cannot have them
+// (RINGTRAIN_NO_VECTOR_CLONES, see CMakeLists.txt).
+#pragma once
+
+#if defined(RINGTRAIN_NATIVE) || defined(RINGTRAIN_NO_VECTOR_CLONES) || !defined(__x86_64__)
+#define RINGTRAIN_VECTOR_CLONES
+#else
+#define RINGTRAIN_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
