@@ -54,13 +54,15 @@ std::vector<std::size_t> parse_size_list(std::string_view text) {
   return sizes;
 }
 
-std::vector<std::size_t> power_of_two_sizes(std::size_t min_bytes, std::size_t max_bytes) {
+std::vector<std::size_t> stepped_sizes(std::size_t min_bytes, std::size_t max_bytes, int factor) {
   if (min_bytes == 0) throw std::invalid_argument("--min-bytes must be positive");
   if (max_bytes < min_bytes) throw std::invalid_argument("--max-bytes is below --min-bytes");
+  if (factor < 2) throw std::invalid_argument("--step-factor must be at least 2");
+  const std::size_t f = static_cast<std::size_t>(factor);
   std::vector<std::size_t> sizes;
-  for (std::size_t b = min_bytes; b <= max_bytes; b *= 2) {
+  for (std::size_t b = min_bytes; b <= max_bytes; b *= f) {
     sizes.push_back(b);
-    if (b > SIZE_MAX / 2) break;
+    if (b > SIZE_MAX / f) break;
   }
   return sizes;
 }

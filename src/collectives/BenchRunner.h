@@ -47,8 +47,10 @@ struct BenchRow {
 std::size_t parse_byte_size(std::string_view text);
 // "4,1K,256M" -> sizes.
 std::vector<std::size_t> parse_size_list(std::string_view text);
-// min, 2 min, 4 min, ... <= max.
-std::vector<std::size_t> power_of_two_sizes(std::size_t min_bytes, std::size_t max_bytes);
+// min, f min, f^2 min, ... <= max (nccl-tests' -f); throws std::invalid_argument for
+// min 0, max < min or f < 2.
+std::vector<std::size_t> stepped_sizes(std::size_t min_bytes, std::size_t max_bytes,
+                                       int factor = 2);
 // "ring" | ... | "all" or a comma list; "all" = mpi, ring, hier, rd, ps, auto.
 std::vector<AllreduceAlgo> parse_algo_list(std::string_view text);
 // "none,bf16" -> transports.

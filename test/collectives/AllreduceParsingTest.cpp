@@ -56,10 +56,13 @@ TEST_CASE("byte sizes with K/M/G suffixes") {
   CHECK_THROWS_AS(parse_byte_size("99999999999999999999999"), std::invalid_argument);
   CHECK(parse_size_list("1K,4,2M") == std::vector<std::size_t>{1024, 4, 2097152});
   CHECK_THROWS_AS(parse_size_list("1K,,2M"), std::invalid_argument);
-  CHECK(power_of_two_sizes(4, 64) == std::vector<std::size_t>{4, 8, 16, 32, 64});
-  CHECK(power_of_two_sizes(4, 63) == std::vector<std::size_t>{4, 8, 16, 32});
-  CHECK_THROWS_AS(power_of_two_sizes(64, 4), std::invalid_argument);
-  CHECK_THROWS_AS(power_of_two_sizes(0, 4), std::invalid_argument);
+  CHECK(stepped_sizes(4, 64) == std::vector<std::size_t>{4, 8, 16, 32, 64});
+  CHECK(stepped_sizes(4, 63) == std::vector<std::size_t>{4, 8, 16, 32});
+  CHECK_THROWS_AS(stepped_sizes(64, 4), std::invalid_argument);
+  CHECK_THROWS_AS(stepped_sizes(0, 4), std::invalid_argument);
+  CHECK(stepped_sizes(4, 256, 4) == std::vector<std::size_t>{4, 16, 64, 256});
+  CHECK(stepped_sizes(4, 100, 3) == std::vector<std::size_t>{4, 12, 36});
+  CHECK_THROWS_AS(stepped_sizes(4, 64, 1), std::invalid_argument);
 }
 
 TEST_CASE("algorithm lists: all is mpi first, then the hand-written ones") {
