@@ -1,4 +1,4 @@
-// allreduce_bench: nccl-tests style all-reduce benchmark (ring, hier, mpi, ps, rd, auto, with
+// allreduce_bench: nccl-tests style all-reduce benchmark (ring, hier, mpi, ps, rd, rab, auto, with
 // fp32 or 16-bit transport) with a correctness check at every size. Thin: parsing here,
 // the work in collectives/BenchRunner.
 #include <CLI/CLI.hpp>
@@ -81,7 +81,7 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::Range(2, 1024));
   app.add_option("--sizes", o.sizes, "explicit comma list of sizes instead, e.g. 1K,1M,64M");
-  app.add_option("--algo", o.algo, "ring|hier|mpi|ps|rd|auto|all or a comma list")
+  app.add_option("--algo", o.algo, "ring|hier|mpi|ps|rd|rab|auto|all or a comma list")
       ->capture_default_str();
   app.add_option("--compress", o.compress,
                  "transport: none|bf16|fp16 or a comma list (each algorithm runs with each; "

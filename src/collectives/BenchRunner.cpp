@@ -70,8 +70,8 @@ std::vector<std::size_t> stepped_sizes(std::size_t min_bytes, std::size_t max_by
 std::vector<AllreduceAlgo> parse_algo_list(std::string_view text) {
   if (text == "all") {
     return {AllreduceAlgo::kMpi, AllreduceAlgo::kRing, AllreduceAlgo::kHierarchical,
-            AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kParameterServer,
-            AllreduceAlgo::kAuto};
+            AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kRabenseifner,
+            AllreduceAlgo::kParameterServer, AllreduceAlgo::kAuto};
   }
   std::vector<AllreduceAlgo> algos;
   std::size_t start = 0;

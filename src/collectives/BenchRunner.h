@@ -51,7 +51,7 @@ std::vector<std::size_t> parse_size_list(std::string_view text);
 // min 0, max < min or f < 2.
 std::vector<std::size_t> stepped_sizes(std::size_t min_bytes, std::size_t max_bytes,
                                        int factor = 2);
-// "ring" | ... | "all" or a comma list; "all" = mpi, ring, hier, rd, ps, auto.
+// "ring" | ... | "all" or a comma list; "all" = mpi, ring, hier, rd, rab, ps, auto.
 std::vector<AllreduceAlgo> parse_algo_list(std::string_view text);
 // "none,bf16" -> transports.
 std::vector<Compression> parse_compression_list(std::string_view text);

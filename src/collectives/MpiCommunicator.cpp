@@ -17,6 +17,7 @@
 #include "collectives/HalvingDoublingAllreduce.h"
 #include "collectives/MpiCheck.h"
 #include "collectives/ParameterServerAllreduce.h"
+#include "collectives/RabenseifnerAllreduce.h"
 #include "collectives/ReduceKernels.h"
 #include "collectives/RingAllreduce.h"
 #include "collectives/StallRecord.h"
@@ -32,6 +33,7 @@ const char* stall_operation(AllreduceAlgo algo) {
   switch (algo) {
     case AllreduceAlgo::kRing: return "ring all-reduce";
     case AllreduceAlgo::kRecursiveDoubling: return "rd all-reduce";
+    case AllreduceAlgo::kRabenseifner: return "rab all-reduce";
     case AllreduceAlgo::kParameterServer: return "ps all-reduce";
     case AllreduceAlgo::kMpi: return "mpi all-reduce";
     case AllreduceAlgo::kHierarchical: return "hier all-reduce";
@@ -118,7 +120,7 @@ void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo
     throw std::invalid_argument("all-reduce '" + std::string(allreduce_algo_name(algo)) +
                                 "' moves fp32 only; --compress " +
                                 std::string(compression_name(compression)) +
-                                " works with ring, hier, ps or auto");
+                                " works with ring, hier, ps, rab or auto");
   }
   switch (algo) {
     case AllreduceAlgo::kRing:
@@ -133,6 +135,10 @@ void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo
     case AllreduceAlgo::kRecursiveDoubling:
       halving_doubling_allreduce(comm_, data, scale, tuning_.rd_doubling_max_bytes, scratch_,
                                  stats_);
+      return;
+    case AllreduceAlgo::kRabenseifner:
+      rabenseifner_allreduce(comm_, data, scale, compression,
+                             ring_options(!single_host()).chunk_bytes, scratch_, stats_);
       return;
     case AllreduceAlgo::kParameterServer:
       parameter_server_allreduce(comm_, data, scale, compression, tuning_.ps_chunk_bytes, scratch_,

@@ -12,13 +12,14 @@
 using namespace ringtrain;
 
 TEST_CASE("allreduce algorithm names round-trip and bad names throw") {
-  for (const char* name : {"ring", "hier", "mpi", "ps", "rd", "auto"}) {
+  for (const char* name : {"ring", "hier", "mpi", "ps", "rd", "rab", "auto"}) {
     CHECK(allreduce_algo_name(parse_allreduce_algo(name)) == name);
   }
   CHECK(parse_allreduce_algo("hier") == AllreduceAlgo::kHierarchical);
   CHECK_THROWS_AS(allreduce_algo_name(static_cast<AllreduceAlgo>(42)), std::invalid_argument);
   CHECK(parse_allreduce_algo("ps") == AllreduceAlgo::kParameterServer);
   CHECK(parse_allreduce_algo("rd") == AllreduceAlgo::kRecursiveDoubling);
+  CHECK(parse_allreduce_algo("rab") == AllreduceAlgo::kRabenseifner);
   CHECK_THROWS_AS(parse_allreduce_algo("Ring"), std::invalid_argument);
   CHECK_THROWS_AS(parse_allreduce_algo(""), std::invalid_argument);
   CHECK_THROWS_AS(parse_allreduce_algo("all"), std::invalid_argument);
@@ -67,7 +68,7 @@ TEST_CASE("byte sizes with K/M/G suffixes") {
 
 TEST_CASE("algorithm lists: all is mpi first, then the hand-written ones") {
   const auto all = parse_algo_list("all");
-  REQUIRE(all.size() == 6);
+  REQUIRE(all.size() == 7);
   CHECK(all.front() == AllreduceAlgo::kMpi);
   CHECK(std::find(all.begin(), all.end(), AllreduceAlgo::kHierarchical) != all.end());
   CHECK(parse_algo_list("ring,mpi") ==

@@ -13,6 +13,7 @@
 #include "collectives/AllreduceTuning.h"
 #include "collectives/MpiCheck.h"
 #include "collectives/MpiCommunicator.h"
+#include "collectives/RabenseifnerAllreduce.h"
 #include "collectives/RingAllreduce.h"
 #include "support/mpi_test_util.h"
 
@@ -26,6 +27,7 @@ const AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing,
                                 AllreduceAlgo::kMpi,
                                 AllreduceAlgo::kParameterServer,
                                 AllreduceAlgo::kRecursiveDoubling,
+                                AllreduceAlgo::kRabenseifner,
                                 AllreduceAlgo::kAuto};
 
 // Rank r's value at index i: an integer in [-8, 8] (distinct per rank and index pattern).
@@ -105,7 +107,8 @@ TEST_CASE("the ring pipeline: tiny chunks, receive depths and the rd paths stay 
       MpiCommunicator comm(MPI_COMM_WORLD, options);
       for (std::size_t count :
            {std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{97}, std::size_t{1000}}) {
-        for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kParameterServer}) {
+        for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kParameterServer,
+                                   AllreduceAlgo::kRabenseifner}) {
           std::vector<float> data = filled(r, count);
           comm.allreduce(data, algo, true);
           const long bad = first_mismatch(data, n, true);
@@ -214,6 +217,40 @@ TEST_CASE("ring byte counters move 2(N-1)/N of the buffer, exactly for uneven se
     REQUIRE(all_ranks(d_sent == sent && d_received == received && comm.wait_seconds() >= wait0 &&
                       totals[0] == 8.0 * (n - 1) * static_cast<double>(count) &&
                       totals[1] == totals[0]));
+  }
+}
+
+TEST_CASE("rab moves 2(p-1) vectors in all, plus two per folded pair, as rab_elements_sent says") {
+  const int n = test::world_size();
+  const int r = test::world_rank();
+  int pof2 = 1;
+  while (pof2 * 2 <= n) pof2 *= 2;
+  for (std::size_t chunk : {std::size_t{12}, std::size_t{65408}}) {
+    MpiCommunicatorOptions options;
+    options.tuning.ring_chunk_bytes = chunk;
+    options.tuning.ring_chunk_bytes_network = chunk;
+    MpiCommunicator comm(MPI_COMM_WORLD, options);
+    for (std::size_t count : {std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{100003}}) {
+      for (Compression c : {Compression::kNone, Compression::kBf16}) {
+        const std::uint64_t element = c == Compression::kNone ? 4 : 2;
+        const std::uint64_t sent0 = comm.bytes_sent();
+        const std::uint64_t received0 = comm.bytes_received();
+        std::vector<float> data = filled(r, count);
+        comm.allreduce(data, AllreduceAlgo::kRabenseifner, false, c);
+        const std::uint64_t d_sent = comm.bytes_sent() - sent0;
+        double totals[2] = {static_cast<double>(d_sent),
+                            static_cast<double>(comm.bytes_received() - received0)};
+        MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        const double expected =
+            static_cast<double>(element) * (2.0 * (pof2 - 1) + 2.0 * (n - pof2)) * count;
+        INFO("chunk " << chunk << " count " << count << " transport " << compression_name(c)
+                      << " rank " << r << " sent " << d_sent << " total " << totals[0]
+                      << " expected " << expected);
+        REQUIRE(all_ranks(d_sent == element * rab_elements_sent(count, n, r) &&
+                          totals[0] == expected && totals[1] == expected &&
+                          first_mismatch(data, n, false) < 0));
+      }
+    }
   }
 }
 
