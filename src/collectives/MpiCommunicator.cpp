@@ -55,8 +55,20 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, const MpiCommunicatorOptions& 
   RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   RINGTRAIN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
-  // Nodes: ranks that share memory (never host names, which emulated nodes share).
-  if (options.node_group_size > 0) {
+  if (options.round_robin_nodes < 0)
+    throw std::invalid_argument("MpiCommunicator: round_robin_nodes must be >= 0");
+  split_nodes(options);
+  hier_ = std::make_unique<HierarchicalAllreduce>(node_comm_, leader_comm_,
+                                                  tuning_.hier_piece_bytes);
+}
+
+// Nodes are ranks that share memory (never host names, which emulated nodes share). The
+// leaders (node rank 0) number the nodes in the order of their lowest rank; the ring's
+// communicator sorts ranks by that number, MPI_Comm_split keeping rank order within a node.
+void MpiCommunicator::split_nodes(const MpiCommunicatorOptions& options) {
+  if (options.round_robin_nodes > 0) {
+    RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, rank_ % options.round_robin_nodes, rank_, &node_comm_));
+  } else if (options.node_group_size > 0) {
     RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, rank_ / options.node_group_size, rank_, &node_comm_));
   } else {
     RINGTRAIN_MPI_CHECK(
@@ -68,13 +80,28 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, const MpiCommunicatorOptions& 
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(node_comm_, &node_size_));
   const bool leader = node_rank == 0;
   RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, leader ? 0 : MPI_UNDEFINED, rank_, &leader_comm_));
-  if (leader_comm_ != MPI_COMM_NULL)
+  int node_index = 0;
+  if (leader_comm_ != MPI_COMM_NULL) {
     RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(leader_comm_, MPI_ERRORS_RETURN));
+    RINGTRAIN_MPI_CHECK(MPI_Comm_rank(leader_comm_, &node_index));
+  }
+  RINGTRAIN_MPI_CHECK(MPI_Bcast(&node_index, 1, MPI_INT, 0, node_comm_));
+  RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, 0, node_index, &ring_comm_));
+  RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(ring_comm_, MPI_ERRORS_RETURN));
   int counts[2] = {leader ? 1 : 0, leader && node_size_ > 1 ? 1 : 0};
   RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, comm_));
   layout_ = NodeLayout{size_, counts[0], counts[1]};
-  hier_ = std::make_unique<HierarchicalAllreduce>(node_comm_, leader_comm_,
-                                                  tuning_.hier_piece_bytes);
+}
+
+std::vector<int> MpiCommunicator::ring_order() const {
+  int ring_rank = 0;
+  RINGTRAIN_MPI_CHECK(MPI_Comm_rank(ring_comm_, &ring_rank));
+  std::vector<int> ring_ranks(static_cast<std::size_t>(size_));
+  RINGTRAIN_MPI_CHECK(
+      MPI_Allgather(&ring_rank, 1, MPI_INT, ring_ranks.data(), 1, MPI_INT, comm_));
+  std::vector<int> order(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) order[static_cast<std::size_t>(ring_ranks[r])] = r;
+  return order;
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -84,6 +111,7 @@ MpiCommunicator::~MpiCommunicator() {
   if (finalized) return;
   if (leader_comm_ != MPI_COMM_NULL) MPI_Comm_free(&leader_comm_);
   if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
+  if (ring_comm_ != MPI_COMM_NULL) MPI_Comm_free(&ring_comm_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
@@ -124,8 +152,8 @@ void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo
   }
   switch (algo) {
     case AllreduceAlgo::kRing:
-      ring_allreduce(comm_, data, scale, compression, ring_options(!single_host()), scratch_,
-                     stats_);
+      ring_allreduce(ring_comm_, data, scale, compression, ring_options(!single_host()),
+                     scratch_, stats_);
       return;
     case AllreduceAlgo::kHierarchical:
       hier_->run(
@@ -137,7 +165,7 @@ void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo
                                  stats_);
       return;
     case AllreduceAlgo::kRabenseifner:
-      rabenseifner_allreduce(comm_, data, scale, compression,
+      rabenseifner_allreduce(ring_comm_, data, scale, compression,
                              ring_options(!single_host()).chunk_bytes, scratch_, stats_);
       return;
     case AllreduceAlgo::kParameterServer:

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -250,6 +251,43 @@ TEST_CASE("rab moves 2(p-1) vectors in all, plus two per folded pair, as rab_ele
                           totals[0] == expected && totals[1] == expected &&
                           first_mismatch(data, n, false) < 0));
       }
+    }
+  }
+}
+
+TEST_CASE("ring and rab order ranks node by node whatever the numbering") {
+  const int n = test::world_size();
+  const int r = test::world_rank();
+  for (int nodes : {1, 2, 3}) {
+    if (nodes > n) continue;
+    for (bool round_robin : {true, false}) {
+      MpiCommunicatorOptions options;
+      // Round robin: rank r on node r % nodes; blocks: ranks [k*b, (k+1)*b) on node k.
+      const int block = (n + nodes - 1) / nodes;
+      if (round_robin) options.round_robin_nodes = nodes;
+      else options.node_group_size = block;
+      const auto node_of = [&](int q) { return round_robin ? q % nodes : q / block; };
+      MpiCommunicator comm(MPI_COMM_WORLD, options);
+      std::vector<int> expected;
+      for (int m = 0; m < nodes; ++m)
+        for (int q = 0; q < n; ++q)
+          if (node_of(q) == m) expected.push_back(q);
+      const std::vector<int> order = comm.ring_order();
+      int crossings = 0;  // ring links between two nodes: one per node when there are several
+      for (int i = 0; i < n; ++i) crossings += node_of(order[i]) != node_of(order[(i + 1) % n]);
+      bool exact = true;
+      for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kRabenseifner}) {
+        std::vector<float> data = filled(r, 1001);
+        comm.allreduce(data, algo, false);
+        exact = exact && first_mismatch(data, n, false) < 0;  // exact: the same on every rank
+      }
+      int used_nodes = 0;  // nodes that hold a rank
+      for (int m = 0; m < nodes; ++m)
+        used_nodes += std::count_if(expected.begin(), expected.end(),
+                                    [&](int q) { return node_of(q) == m; }) > 0;
+      INFO("nodes " << nodes << " round robin " << round_robin << " crossings " << crossings);
+      REQUIRE(all_ranks(order == expected && crossings == (used_nodes > 1 ? used_nodes : 0) &&
+                        exact));
     }
   }
 }
