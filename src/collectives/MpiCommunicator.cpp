@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -63,8 +64,10 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, const MpiCommunicatorOptions& 
 }
 
 // Nodes are ranks that share memory (never host names, which emulated nodes share). The
-// leaders (node rank 0) number the nodes in the order of their lowest rank; the ring's
-// communicator sorts ranks by that number, MPI_Comm_split keeping rank order within a node.
+// leaders (node rank 0) number the nodes in the order of their lowest rank; the ring order
+// sorts ranks by that number, keeping rank order within a node. The ring and rab take the
+// order as a permutation of comm_ (not a reordered communicator), so the ranks they report
+// to the stall watchdog are comm_'s.
 void MpiCommunicator::split_nodes(const MpiCommunicatorOptions& options) {
   if (options.round_robin_nodes > 0) {
     RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, rank_ % options.round_robin_nodes, rank_, &node_comm_));
@@ -86,22 +89,15 @@ void MpiCommunicator::split_nodes(const MpiCommunicatorOptions& options) {
     RINGTRAIN_MPI_CHECK(MPI_Comm_rank(leader_comm_, &node_index));
   }
   RINGTRAIN_MPI_CHECK(MPI_Bcast(&node_index, 1, MPI_INT, 0, node_comm_));
-  RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, 0, node_index, &ring_comm_));
-  RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(ring_comm_, MPI_ERRORS_RETURN));
+  std::vector<int> node_of(static_cast<std::size_t>(size_));
+  RINGTRAIN_MPI_CHECK(MPI_Allgather(&node_index, 1, MPI_INT, node_of.data(), 1, MPI_INT, comm_));
+  ring_order_.resize(static_cast<std::size_t>(size_));
+  std::iota(ring_order_.begin(), ring_order_.end(), 0);
+  std::stable_sort(ring_order_.begin(), ring_order_.end(),
+                   [&](int a, int b) { return node_of[a] < node_of[b]; });
   int counts[2] = {leader ? 1 : 0, leader && node_size_ > 1 ? 1 : 0};
   RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, comm_));
   layout_ = NodeLayout{size_, counts[0], counts[1]};
-}
-
-std::vector<int> MpiCommunicator::ring_order() const {
-  int ring_rank = 0;
-  RINGTRAIN_MPI_CHECK(MPI_Comm_rank(ring_comm_, &ring_rank));
-  std::vector<int> ring_ranks(static_cast<std::size_t>(size_));
-  RINGTRAIN_MPI_CHECK(
-      MPI_Allgather(&ring_rank, 1, MPI_INT, ring_ranks.data(), 1, MPI_INT, comm_));
-  std::vector<int> order(static_cast<std::size_t>(size_));
-  for (int r = 0; r < size_; ++r) order[static_cast<std::size_t>(ring_ranks[r])] = r;
-  return order;
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -111,13 +107,12 @@ MpiCommunicator::~MpiCommunicator() {
   if (finalized) return;
   if (leader_comm_ != MPI_COMM_NULL) MPI_Comm_free(&leader_comm_);
   if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
-  if (ring_comm_ != MPI_COMM_NULL) MPI_Comm_free(&ring_comm_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-RingOptions MpiCommunicator::ring_options(bool network) const {
+RingOptions MpiCommunicator::ring_options(bool network, std::span<const int> order) const {
   return RingOptions{network ? tuning_.ring_chunk_bytes_network : tuning_.ring_chunk_bytes,
-                     tuning_.ring_recv_depth, /*chunk_is_limit=*/network};
+                     tuning_.ring_recv_depth, /*chunk_is_limit=*/network, order};
 }
 
 AllreduceAlgo MpiCommunicator::resolve(AllreduceAlgo algo, std::size_t bytes,
@@ -152,7 +147,7 @@ void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo
   }
   switch (algo) {
     case AllreduceAlgo::kRing:
-      ring_allreduce(ring_comm_, data, scale, compression, ring_options(!single_host()),
+      ring_allreduce(comm_, data, scale, compression, ring_options(!single_host(), ring_order_),
                      scratch_, stats_);
       return;
     case AllreduceAlgo::kHierarchical:
@@ -165,8 +160,9 @@ void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo
                                  stats_);
       return;
     case AllreduceAlgo::kRabenseifner:
-      rabenseifner_allreduce(ring_comm_, data, scale, compression,
-                             ring_options(!single_host()).chunk_bytes, scratch_, stats_);
+      rabenseifner_allreduce(comm_, data, scale, compression,
+                             ring_options(!single_host()).chunk_bytes, ring_order_, scratch_,
+                             stats_);
       return;
     case AllreduceAlgo::kParameterServer:
       parameter_server_allreduce(comm_, data, scale, compression, tuning_.ps_chunk_bytes, scratch_,

@@ -65,7 +65,7 @@ class MpiCommunicator final : public Communicator {
   // The ranks of comm() in the order of the flat ring and rab: node by node (nodes in the
   // order of their lowest rank, ranks of a node in rank order), so the ring crosses each
   // node boundary once and rab's first, largest exchanges stay inside a node.
-  std::vector<int> ring_order() const;
+  const std::vector<int>& ring_order() const { return ring_order_; }
   const NodeLayout& layout() const { return layout_; }
   MPI_Comm comm() const { return comm_; }
   // True when every rank shares this rank's node.
@@ -82,17 +82,18 @@ class MpiCommunicator final : public Communicator {
   void split_nodes(const MpiCommunicatorOptions& options);
   // The leaders' step of hier: rd for short fp32 vectors, else the ring.
   void across_nodes(std::span<float> data, float scale, Compression compression);
-  RingOptions ring_options(bool network) const;
+  // order: the ring order over the communicator the ring runs on (empty: rank order).
+  RingOptions ring_options(bool network, std::span<const int> order = {}) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm node_comm_ = MPI_COMM_NULL;
   MPI_Comm leader_comm_ = MPI_COMM_NULL;  // node leaders only
-  MPI_Comm ring_comm_ = MPI_COMM_NULL;    // comm_ reordered node by node (ring_order())
   int rank_ = 0;
   int size_ = 1;
   int node_size_ = 1;  // ranks in node_comm_
   NodeLayout layout_;
   AllreduceTuning tuning_;
+  std::vector<int> ring_order_;  // comm_ ranks node by node (ring_order())
   TrafficStats stats_;
   AllreduceScratch scratch_;  // receive space of the hand-written algorithms
   std::unique_ptr<HierarchicalAllreduce> hier_;

@@ -24,6 +24,8 @@
 #include "collectives/RabenseifnerAllreduce.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -43,8 +45,10 @@ constexpr int kRabTag = 7301;
 class RabRun {
  public:
   RabRun(MPI_Comm comm, std::span<float> data, float scale, Compression compression,
-         std::size_t chunk_bytes, AllreduceScratch& scratch, TrafficStats& stats)
+         std::size_t chunk_bytes, std::span<const int> order, AllreduceScratch& scratch,
+         TrafficStats& stats)
       : comm_(comm),
+        order_(order),
         data_(data),
         scale_(scale),
         compression_(compression),
@@ -53,6 +57,13 @@ class RabRun {
         stats_(stats) {
     RINGTRAIN_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
     RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size_));
+    if (!order_.empty()) {
+      if (order_.size() != static_cast<std::size_t>(size_))
+        throw std::invalid_argument("rabenseifner_allreduce: order has " +
+                                    std::to_string(order_.size()) + " ranks, comm " +
+                                    std::to_string(size_));
+      rank_ = static_cast<int>(std::find(order_.begin(), order_.end(), rank_) - order_.begin());
+    }
     element_bytes_ = compressed_ ? sizeof(std::uint16_t) : sizeof(float);
     chunk_elems_ = std::clamp<std::size_t>(chunk_bytes / element_bytes_, 1, std::size_t{1} << 29);
     while (pof2_ * 2 <= size_) pof2_ *= 2;
@@ -73,9 +84,9 @@ class RabRun {
     if (rank_ < 2 * rem_) {
       // Fold: whole-vector send (even) or receive-and-add (odd).
       if (folded_out) {
-        exchange(rank_ + 1, {0, count}, {0, 0}, true);
+        exchange(comm_rank(rank_ + 1), {0, count}, {0, 0}, true);
       } else {
-        exchange(rank_ - 1, {0, 0}, {0, count}, true);
+        exchange(comm_rank(rank_ - 1), {0, 0}, {0, count}, true);
       }
     }
     if (!folded_out) {
@@ -87,9 +98,9 @@ class RabRun {
     if (rank_ < 2 * rem_) {
       // Unfold: the result goes back to the even rank, as it travels (no re-rounding).
       if (folded_out) {
-        exchange(rank_ + 1, {0, 0}, {0, count}, false);
+        exchange(comm_rank(rank_ + 1), {0, 0}, {0, count}, false);
       } else {
-        exchange(rank_ - 1, {0, count}, {0, 0}, false, /*already_on_wire=*/true);
+        exchange(comm_rank(rank_ - 1), {0, count}, {0, 0}, false, /*on_wire=*/true);
       }
     }
     if (compressed_) widen_scaled(compression_, wire_, data_.data(), count, scale_);
@@ -98,7 +109,9 @@ class RabRun {
  private:
   using Range = std::pair<std::size_t, std::size_t>;  // [begin, end) in elements
 
-  int real_rank(int q) const { return q < rem_ ? 2 * q + 1 : q + rem_; }
+  // The comm rank of new rank q, and of place p in the order.
+  int real_rank(int q) const { return comm_rank(q < rem_ ? 2 * q + 1 : q + rem_); }
+  int comm_rank(int p) const { return order_.empty() ? p : order_[static_cast<std::size_t>(p)]; }
 
   std::size_t block_begin(int b) const {
     return partition_begin(data_.size(), static_cast<std::size_t>(pof2_),
@@ -191,6 +204,7 @@ class RabRun {
   }
 
   MPI_Comm comm_;
+  std::span<const int> order_;  // comm ranks by place (empty: rank order)
   std::span<float> data_;
   float scale_;  // applied to the finished sums (fp16: times the inverse prescale)
   Compression compression_;
@@ -200,7 +214,7 @@ class RabRun {
   std::uint16_t* wire_ = nullptr;  // 16-bit: data.size() wire, then receive space
   std::size_t element_bytes_ = sizeof(float);
   std::size_t chunk_elems_ = 1;
-  int rank_ = 0;
+  int rank_ = 0;  // this rank's place in the order (its comm rank without one)
   int size_ = 1;
   int pof2_ = 1;
   int rem_ = 0;
@@ -215,8 +229,9 @@ class RabRun {
 
 void rabenseifner_allreduce(MPI_Comm comm, std::span<float> data, float scale,
                             Compression compression, std::size_t chunk_bytes,
-                            AllreduceScratch& scratch, TrafficStats& stats) {
-  RabRun(comm, data, scale, compression, chunk_bytes, scratch, stats).run();
+                            std::span<const int> order, AllreduceScratch& scratch,
+                            TrafficStats& stats) {
+  RabRun(comm, data, scale, compression, chunk_bytes, order, scratch, stats).run();
 }
 
 std::uint64_t rab_elements_sent(std::size_t count, int ranks, int rank) {

@@ -24,11 +24,14 @@ namespace ringtrain {
 // Not a power of two: the first 2*rem ranks (rem = N - 2^k) fold in pairs, which sends
 // the whole vector once from each even rank of them and back at the end (a limitation:
 // those links carry n + 2(p-1)/p n instead of 2(N-1)/N n).
+// `order` lists the ranks of comm node by node (empty: rank order): rab numbers the ranks
+// by their place in it, so the nearest partners share a node.
 void rabenseifner_allreduce(MPI_Comm comm, std::span<float> data, float scale,
                             Compression compression, std::size_t chunk_bytes,
-                            AllreduceScratch& scratch, TrafficStats& stats);
+                            std::span<const int> order, AllreduceScratch& scratch,
+                            TrafficStats& stats);
 
-// Payload elements rank `rank` of `ranks` sends in one call of `count` elements (times
+// Payload elements the rank at place `rank` of the order of `ranks` sends in one call of `count` elements (times
 // 4 bytes for fp32 transport, 2 for 16-bit); fp16's range agreement not included.
 std::uint64_t rab_elements_sent(std::size_t count, int ranks, int rank);
 
