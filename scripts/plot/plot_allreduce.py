@@ -3,11 +3,16 @@
 algorithm (a 16-bit transport, "ring/bf16", is its own line), as nccl-tests users read it.
 
 usage: plot_allreduce.py CSV [--out PNG] [--title TEXT]   (default PNG: CSV with .png)
-Prints the PNG path. Exits 1 with a one-line error for a missing or malformed CSV.
+       plot_allreduce.py --table RECORD.txt --out-dir DIR
+The second form reads the tables allreduce_bench printed into a benchmark record (the
+docs/benchmarks/allreduce-*.txt files, sections headed "## name"), one PNG per section
+with at least three sizes, DIR/<record>-<k>.png, titled with the section's name.
+Prints the PNG paths. Exits 1 with a one-line error for a missing or malformed input.
 """
 import argparse
 import csv
 import os
+import re
 import sys
 
 import matplotlib
@@ -38,6 +43,30 @@ def read_rows(path):
     return {a: sorted(v) for a, v in lines.items()}, ",".join(sorted(ranks))
 
 
+# A row of allreduce_bench's table: size count algo min avg max algbw busbw [vs_mpi] errors.
+TABLE_ROW = re.compile(r"^\s*(\d+)\s+\d+\s+(\S+)\s+(?:[\d.]+\s+){4}([\d.]+)\s")
+
+
+def read_table_sections(path):
+    """[(section title, {algo: [(bytes, busbw)]})] from a benchmark record, in file order."""
+    sections, title, lines = [], os.path.basename(path), {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("## "):
+                if lines:
+                    sections.append((title, lines))
+                title, lines = line[3:].strip(), {}
+                continue
+            m = TABLE_ROW.match(line)
+            if m:
+                lines.setdefault(m.group(2), []).append((int(m.group(1)), float(m.group(3))))
+    if lines:
+        sections.append((title, lines))
+    if not sections:
+        raise ValueError(f"{path}: no allreduce_bench table rows")
+    return [(t, {a: sorted(v) for a, v in ls.items()}) for t, ls in sections]
+
+
 def size_label(b):
     for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if b >= div and b % div == 0:
@@ -65,12 +94,35 @@ def plot(lines, ranks, out, title):
     plt.close(fig)
 
 
+def plot_table(path, out_dir):
+    try:
+        sections = read_table_sections(path)
+    except (OSError, ValueError) as e:
+        print(f"plot_allreduce.py: error: {e}", file=sys.stderr)
+        return 1
+    os.makedirs(out_dir, exist_ok=True)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    for k, (title, lines) in enumerate(sections, start=1):
+        if len({p[0] for pts in lines.values() for p in pts}) < 3:
+            continue  # one or two sizes: a table says it better than a plot
+        out = os.path.join(out_dir, f"{stem}-{k}.png")
+        plot(lines, "", out, f"{stem}: {title}"[:90])
+        print(out)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("csv")
+    ap.add_argument("csv", nargs="?")
     ap.add_argument("--out", help="PNG to write (default: the CSV's name with .png)")
     ap.add_argument("--title")
+    ap.add_argument("--table", help="a benchmark record (.txt) with allreduce_bench tables")
+    ap.add_argument("--out-dir", help="with --table: where the PNGs go")
     args = ap.parse_args()
+    if args.table:
+        return plot_table(args.table, args.out_dir or os.path.dirname(args.table))
+    if not args.csv:
+        ap.error("a CSV or --table RECORD is required")
     try:
         lines, ranks = read_rows(args.csv)
     except (OSError, ValueError) as e:

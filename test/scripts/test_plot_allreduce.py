@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Tests scripts/plot/plot_allreduce.py: a fabricated allreduce_bench CSV with three
 algorithms gives a valid PNG with one line per algorithm (checked through read_rows), a CSV
-without the busbw column and a missing file are one-line errors with exit 1.
+without the busbw column and a missing file are one-line errors with exit 1; --table reads
+a benchmark record's sections and plots those with three sizes or more.
 """
 import os
 import subprocess
@@ -48,6 +49,24 @@ def main():
         p = subprocess.run([sys.executable, PLOT, path], capture_output=True, text=True)
         check(p.returncode == 1, f"{path}: exit {p.returncode}")
         check(words in p.stderr and p.stderr.count("\n") == 1, f"{path}: stderr {p.stderr!r}")
+    # A benchmark record: two sections, the second with only two sizes (no plot for it).
+    record = os.path.join(tmp, "record.txt")
+    with open(record, "w") as f:
+        f.write("# comment\n## two nodes (12:00 UTC)\n")
+        f.write("#     size(B)       count      algo     min(us)     avg(us)     max(us) algbw(GB/s) busbw(GB/s)  vs_mpi  errors\n")
+        for size in (1024, 4096, 16384):
+            for algo, bw in (("ring", 0.5), ("rd", 0.25)):
+                f.write(f"{size:>13} {size // 4:>11} {algo:>9} 1.0 2.0 3.0 0.100 {bw * size / 1024:.3f} 1.00 0\n")
+        f.write("## one size only\n     1024    256  ring  1.0 2.0 3.0 0.1 0.2 0\n     2048    512  ring  1.0 2.0 3.0 0.1 0.2 0\n")
+    sections = plot_allreduce.read_table_sections(record)
+    check([t for t, _ in sections] == ["two nodes (12:00 UTC)", "one size only"], f"sections {sections}")
+    check(sections[0][1]["rd"] == [(1024, 0.25), (4096, 1.0), (16384, 4.0)], f"rd {sections[0][1]}")
+    p = subprocess.run([sys.executable, PLOT, "--table", record, "--out-dir", os.path.join(tmp, "plots")],
+                       capture_output=True, text=True)
+    check(p.returncode == 0 and p.stdout.split() == [os.path.join(tmp, "plots", "record-1.png")],
+          f"--table: exit {p.returncode}: {p.stdout!r} {p.stderr}")
+    p = subprocess.run([sys.executable, PLOT, "--table", bad], capture_output=True, text=True)
+    check(p.returncode == 1 and "no allreduce_bench table rows" in p.stderr, f"--table bad: {p.stderr!r}")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0
