@@ -36,6 +36,8 @@ struct Options {
   std::string auto_ring_min_shm = "4M";
   std::string rd_doubling_max = "2K";
   bool mean = false;
+  bool predict = false;
+  ringtrain::AllreduceCostModel model;
   std::string csv;
   std::string json;
 };
@@ -97,6 +99,20 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
   app.add_flag("--mean", o.mean, "check and time the mean (sum * 1/N) variant");
+  app.add_flag("--predict", o.predict,
+               "after the table, the cost model's time for each ring/rab/rd row beside the "
+               "measured one (one rank per node assumed)");
+  app.add_option("--alpha-s", o.model.alpha_s, "cost model: seconds per round")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--beta-s-per-byte", o.model.beta_s_per_byte,
+                 "cost model: seconds per byte on a link, each direction")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--gamma-s-per-byte", o.model.gamma_s_per_byte,
+                 "cost model: seconds per byte of fp32 addition")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--csv", o.csv, "also write the results as CSV");
   app.add_option("--json", o.json, "also write the results as JSON");
 }
@@ -154,6 +170,20 @@ void print_header(const ringtrain::MpiCommunicator& comm, const std::vector<std:
             << ", GB = 1e9 B, busbw = algbw * 2(N-1)/N, times per call averaged over iters\n";
 }
 
+// The --predict block: model against measurement, row by row.
+void print_predictions(const std::vector<ringtrain::BenchRow>& rows, int ranks,
+                       const ringtrain::BenchConfig& config, const Options& o) {
+  std::cout << "# cost model (alpha " << o.model.alpha_s << " s, beta " << o.model.beta_s_per_byte
+            << " s/B, gamma " << o.model.gamma_s_per_byte << " s/B), one rank per node:\n"
+            << "#     size(B)      algo  predicted(us)   measured(us)   error\n";
+  for (const auto& p : ringtrain::predict_bench_rows(rows, ranks,
+                                                     config.tuning.rd_doubling_max_bytes, o.model)) {
+    std::printf("# %12zu %9s %14.1f %14.1f %+6.1f%%\n", p.bytes, p.algo.c_str(), p.predicted_us,
+                p.measured_us, 100 * p.error);
+  }
+  std::fflush(stdout);
+}
+
 // Parses the command line into `config`; returns an exit code to end with (help: 0,
 // usage error: 2) or -1 to go on.
 int parse(int argc, char** argv, int rank, Options& o, ringtrain::BenchConfig& config) {
@@ -198,6 +228,7 @@ int main(int argc, char** argv) {
     std::uint64_t errors = 0;
     for (const auto& r : rows) errors += r.errors;
     if (rank == 0) {
+      if (o.predict) print_predictions(rows, comm->size(), config, o);
       if (!o.csv.empty()) ringtrain::write_bench_csv(rows, comm->size(), o.csv);
       if (!o.json.empty())
         ringtrain::write_bench_json(rows, comm->size(), comm->library_version(), config, o.json);

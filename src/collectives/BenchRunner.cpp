@@ -246,6 +246,29 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
   return rows;
 }
 
+std::vector<BenchPrediction> predict_bench_rows(const std::vector<BenchRow>& rows, int ranks,
+                                                std::size_t doubling_max_bytes,
+                                                const AllreduceCostModel& model) {
+  std::vector<BenchPrediction> out;
+  for (const BenchRow& row : rows) {
+    // Row names are "algo" or "algo/transport" (row_name).
+    const std::size_t slash = row.algo.find('/');
+    const std::string name = row.algo.substr(0, slash);
+    const Compression compression = slash == std::string::npos
+                                        ? Compression::kNone
+                                        : parse_compression(row.algo.substr(slash + 1));
+    const AllreduceAlgo algo = parse_allreduce_algo(name);
+    if (algo != AllreduceAlgo::kRing && algo != AllreduceAlgo::kRabenseifner &&
+        algo != AllreduceAlgo::kRecursiveDoubling)
+      continue;
+    const double predicted =
+        1e6 * predict_allreduce_seconds(algo, row.bytes, ranks, compression, doubling_max_bytes, model);
+    out.push_back({row.bytes, row.algo, predicted, row.time_avg_us,
+                   row.time_avg_us > 0 ? predicted / row.time_avg_us - 1 : 0.0});
+  }
+  return out;
+}
+
 void write_bench_csv(const std::vector<BenchRow>& rows, int ranks, const std::string& path) {
   std::ofstream file(path);
   if (!file) throw std::runtime_error("cannot open '" + path + "' for writing the CSV results");

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collectives/AllreduceCostModel.h"
 #include "collectives/AllreduceTuning.h"
 #include "collectives/Communicator.h"
 
@@ -64,6 +65,20 @@ float bench_value(int rank, std::size_t i);
 // goes. Returns the rows (identical on all ranks).
 std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig& config,
                                           std::ostream* out);
+
+// A measured row beside the cost model's prediction (one rank per node assumed).
+struct BenchPrediction {
+  std::size_t bytes = 0;
+  std::string algo;
+  double predicted_us = 0;
+  double measured_us = 0;  // the row's time_avg_us
+  double error = 0;        // predicted / measured - 1
+};
+
+// The rows the model covers (ring, rab, rd, with any transport), in row order.
+std::vector<BenchPrediction> predict_bench_rows(const std::vector<BenchRow>& rows, int ranks,
+                                                std::size_t doubling_max_bytes,
+                                                const AllreduceCostModel& model);
 
 void write_bench_csv(const std::vector<BenchRow>& rows, int ranks, const std::string& path);
 void write_bench_json(const std::vector<BenchRow>& rows, int ranks, const std::string& library,

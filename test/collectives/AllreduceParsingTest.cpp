@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "collectives/AllreduceCostModel.h"
 #include "collectives/AllreduceTuning.h"
 #include "collectives/BenchRunner.h"
 #include "collectives/EvenPartition.h"
@@ -173,4 +174,59 @@ TEST_CASE("bench values are small integers, so float sums of them are exact") {
       CHECK(v <= 6.0f);
     }
   }
+}
+
+TEST_CASE("cost model: ring and rab by their formulas; rab pays log2 p rounds, the ring p-1") {
+  AllreduceCostModel m;
+  m.alpha_s = 10e-6;
+  m.beta_s_per_byte = 1e-9;
+  m.gamma_s_per_byte = 0.0;
+  const auto none = Compression::kNone;
+  const std::size_t mib = 1 << 20;
+  // p = 2: one exchange of n/2 each way and back, the same schedule for both.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 2, none, 2048, m) ==
+        Approx(2 * 10e-6 + mib * 1e-9));
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, mib, 2, none, 2048, m) ==
+        Approx(2 * 10e-6 + mib * 1e-9));
+  // p = 8: 14 rounds against 6, the same 2 (7/8) n bytes.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 8, none, 2048, m) ==
+        Approx(14 * 10e-6 + 1.75 * mib * 1e-9));
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, mib, 8, none, 2048, m) ==
+        Approx(6 * 10e-6 + 1.75 * mib * 1e-9));
+  // 16-bit halves the wire; p = 3 folds one rank in (2 alpha + 2 w beta) and runs q = 2.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, mib, 3, Compression::kBf16, 2048, m) ==
+        Approx(2 * 10e-6 + 0.5 * mib * 1e-9 + 2 * (10e-6 + 0.5 * mib * 1e-9)));
+  // rd: whole-vector doubling up to doubling_max_bytes, log2 q rounds of n.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, 1024, 4, none, 2048, m) ==
+        Approx(2 * (10e-6 + 1024 * 1e-9)));
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 1, none, 2048, m) == 0.0);
+  CHECK_THROWS_AS(predict_allreduce_seconds(AllreduceAlgo::kHierarchical, mib, 4, none, 2048, m),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, mib, 4,
+                                            Compression::kBf16, 2048, m),
+                  std::invalid_argument);
+}
+
+TEST_CASE("predict_bench_rows: the modelled rows with their transport, error against avg") {
+  AllreduceCostModel m;
+  m.alpha_s = 0.0;
+  m.beta_s_per_byte = 1e-9;
+  m.gamma_s_per_byte = 0.0;
+  std::vector<BenchRow> rows(4);
+  rows[0].algo = "mpi";
+  rows[1].algo = "ring";
+  rows[2].algo = "rab/bf16";
+  rows[3].algo = "ps";
+  for (auto& r : rows) {
+    r.bytes = 1000000;
+    r.time_avg_us = 800.0;
+  }
+  const auto p = predict_bench_rows(rows, 2, 2048, m);
+  REQUIRE(p.size() == 2);
+  CHECK(p[0].algo == "ring");
+  CHECK(p[0].predicted_us == Approx(1000.0));  // p = 2: n beta
+  CHECK(p[0].error == Approx(0.25));
+  CHECK(p[1].algo == "rab/bf16");
+  CHECK(p[1].predicted_us == Approx(500.0));  // half the wire
+  CHECK(p[1].measured_us == 800.0);
 }
