@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/BenchRunner.h"
+#include "collectives/CostCalibration.h"
 #include "collectives/MpiCommunicator.h"
 #include "collectives/MpiEnvironment.h"
 
@@ -37,6 +38,8 @@ struct Options {
   std::string rd_doubling_max = "2K";
   bool mean = false;
   bool predict = false;
+  std::string tuning;
+  std::string calibrate;
   ringtrain::AllreduceCostModel model;
   std::string csv;
   std::string json;
@@ -102,6 +105,13 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--predict", o.predict,
                "after the table, the cost model's time for each ring/rab/rd row beside the "
                "measured one (one rank per node assumed)");
+  auto* tuning = app.add_option("--tuning", o.tuning,
+                                "cost model parameters from this file (as --calibrate writes it)");
+  app.add_option("--calibrate", o.calibrate,
+                 "measure the cost model's parameters first (ping-pong, two-way stream and "
+                 "reduction between rank 0 and the last rank of the node order), write them "
+                 "to this file and use them for --predict")
+      ->excludes(tuning);
   app.add_option("--alpha-s", o.model.alpha_s, "cost model: seconds per round")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -184,8 +194,18 @@ void print_predictions(const std::vector<ringtrain::BenchRow>& rows, int ranks,
   std::fflush(stdout);
 }
 
+void calibrate(ringtrain::MpiCommunicator& comm, Options& o) {
+  o.model = ringtrain::calibrate_cost_model(comm);
+  if (comm.rank() != 0) return;
+  const std::string note = "allreduce_bench --calibrate, " + std::to_string(comm.size()) +
+                           " ranks, " + std::to_string(comm.layout().nodes) + " node(s)";
+  ringtrain::write_cost_model(o.model, o.calibrate, note);
+  std::cout << "# calibrated (" << o.calibrate << "): alpha " << o.model.alpha_s << " s, beta "
+            << o.model.beta_s_per_byte << " s/B, gamma " << o.model.gamma_s_per_byte << " s/B\n";
+}
+
 // Parses the command line into `config`; returns an exit code to end with (help: 0,
-// usage error: 2) or -1 to go on.
+// unreadable tuning file: 1, usage error: 2) or -1 to go on.
 int parse(int argc, char** argv, int rank, Options& o, ringtrain::BenchConfig& config) {
   CLI::App app{"allreduce_bench: all-reduce bandwidth and latency (nccl-tests style)"};
   add_options(app, o);
@@ -193,6 +213,7 @@ int parse(int argc, char** argv, int rank, Options& o, ringtrain::BenchConfig& c
   try {
     app.parse(argc, argv);
     config = make_config(o);
+    if (!o.tuning.empty()) o.model = ringtrain::read_cost_model(o.tuning);
   } catch (const CLI::CallForHelp&) {
     if (rank == 0) std::cout << app.help();
     return 0;
@@ -204,6 +225,9 @@ int parse(int argc, char** argv, int rank, Options& o, ringtrain::BenchConfig& c
     if (rank == 0)
       std::fprintf(stderr, "allreduce_bench: usage error: %s (see --help)\n", e.what());
     return 2;
+  } catch (const std::runtime_error& e) {  // the tuning file (CLI's errors are caught above)
+    if (rank == 0) std::fprintf(stderr, "allreduce_bench: error: %s\n", e.what());
+    return 1;
   }
   return -1;
 }
@@ -224,6 +248,7 @@ int main(int argc, char** argv) {
     auto comm = std::make_unique<ringtrain::MpiCommunicator>(MPI_COMM_WORLD, options);
     const auto hosts = comm->allgather(comm->host_name());
     if (rank == 0) print_header(*comm, hosts, config, o);
+    if (!o.calibrate.empty()) calibrate(*comm, o);
     const auto rows = ringtrain::run_allreduce_bench(*comm, config, &std::cout);
     std::uint64_t errors = 0;
     for (const auto& r : rows) errors += r.errors;

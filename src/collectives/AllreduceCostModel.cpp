@@ -3,6 +3,8 @@
 #include "collectives/AllreduceCostModel.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -40,6 +42,59 @@ double predict_allreduce_seconds(AllreduceAlgo algo, std::size_t bytes, int rank
   }
   throw std::invalid_argument("predict_allreduce_seconds: no model for '" +
                               std::string(allreduce_algo_name(algo)) + "' (ring, rab, rd)");
+}
+
+namespace {
+
+std::string trimmed(const std::string& text) {
+  const auto begin = text.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, text.find_last_not_of(" \t\r") - begin + 1);
+}
+
+}  // namespace
+
+AllreduceCostModel read_cost_model(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open the tuning file");
+  AllreduceCostModel model;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const std::string where = path + ":" + std::to_string(number) + ": ";
+    line = trimmed(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) throw std::runtime_error(where + "expected key = value");
+    const std::string key = trimmed(line.substr(0, eq));
+    const std::string text = trimmed(line.substr(eq + 1));
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !std::isfinite(value) || value < 0)
+      throw std::runtime_error(where + key + " must be a finite number >= 0 (got '" + text + "')");
+    if (key == "alpha_s") {
+      model.alpha_s = value;
+    } else if (key == "beta_s_per_byte") {
+      model.beta_s_per_byte = value;
+    } else if (key == "gamma_s_per_byte") {
+      model.gamma_s_per_byte = value;
+    } else {
+      throw std::runtime_error(where + "unknown key '" + key +
+                               "' (expected alpha_s, beta_s_per_byte or gamma_s_per_byte)");
+    }
+  }
+  return model;
+}
+
+void write_cost_model(const AllreduceCostModel& model, const std::string& path,
+                      const std::string& comment) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error(path + ": cannot write the tuning file");
+  out.precision(9);
+  out << "# " << comment << "\n"
+      << "alpha_s = " << model.alpha_s << "\n"
+      << "beta_s_per_byte = " << model.beta_s_per_byte << "\n"
+      << "gamma_s_per_byte = " << model.gamma_s_per_byte << "\n";
+  if (!out) throw std::runtime_error(path + ": write failed");
 }
 
 }  // namespace ringtrain

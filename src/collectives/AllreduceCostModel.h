@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "collectives/Communicator.h"
 
@@ -32,5 +33,12 @@ struct AllreduceCostModel {
 double predict_allreduce_seconds(AllreduceAlgo algo, std::size_t bytes, int ranks,
                                  Compression compression, std::size_t doubling_max_bytes,
                                  const AllreduceCostModel& model);
+
+// The tuning file: "key = value" lines (alpha_s, beta_s_per_byte, gamma_s_per_byte; '#'
+// starts a comment; keys not given keep their defaults). Throws std::runtime_error naming
+// the file and line for an unknown key, a malformed line or a negative or non-finite value.
+AllreduceCostModel read_cost_model(const std::string& path);
+void write_cost_model(const AllreduceCostModel& model, const std::string& path,
+                      const std::string& comment);
 
 }  // namespace ringtrain

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "collectives/AllreduceCostModel.h"
@@ -229,4 +231,41 @@ TEST_CASE("predict_bench_rows: the modelled rows with their transport, error aga
   CHECK(p[1].algo == "rab/bf16");
   CHECK(p[1].predicted_us == Approx(500.0));  // half the wire
   CHECK(p[1].measured_us == 800.0);
+}
+
+TEST_CASE("tuning file: written and read back; bad lines name the file and line") {
+  const std::string path = "cost_model_test.tuning";
+  AllreduceCostModel m;
+  m.alpha_s = 2.5e-5;
+  m.beta_s_per_byte = 8.06e-9;
+  m.gamma_s_per_byte = 1.25e-10;
+  write_cost_model(m, path, "test");
+  const AllreduceCostModel back = read_cost_model(path);
+  CHECK(back.alpha_s == Approx(m.alpha_s));
+  CHECK(back.beta_s_per_byte == Approx(m.beta_s_per_byte));
+  CHECK(back.gamma_s_per_byte == Approx(m.gamma_s_per_byte));
+  const auto fails_with = [&](const std::string& text, const std::string& words) {
+    {
+      std::ofstream out(path);
+      out << text;
+    }
+    try {
+      read_cost_model(path);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what()).find(words) != std::string::npos;
+    }
+    return false;
+  };
+  CHECK(fails_with("# c\nalpha_s = 1e-5\nbeta = 3\n", path + ":3: unknown key 'beta'"));
+  CHECK(fails_with("alpha_s 1e-5\n", path + ":1: expected key = value"));
+  CHECK(fails_with("gamma_s_per_byte = -1\n", "gamma_s_per_byte must be a finite number >= 0"));
+  CHECK(fails_with("alpha_s = 1e-5x\n", "alpha_s must be"));
+  {
+    std::ofstream out(path);
+    out << "  # only alpha\nalpha_s = 3e-6  # comment\n";
+  }
+  CHECK(read_cost_model(path).alpha_s == Approx(3e-6));
+  CHECK(read_cost_model(path).beta_s_per_byte == AllreduceCostModel{}.beta_s_per_byte);
+  std::remove(path.c_str());
+  CHECK_THROWS_AS(read_cost_model(path), std::runtime_error);
 }

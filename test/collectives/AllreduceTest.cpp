@@ -7,11 +7,13 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "collectives/AllreduceTuning.h"
+#include "collectives/CostCalibration.h"
 #include "collectives/MpiCheck.h"
 #include "collectives/MpiCommunicator.h"
 #include "collectives/RabenseifnerAllreduce.h"
@@ -331,4 +333,21 @@ TEST_CASE("MPI errors on the communicator come back as runtime_error with the MP
   REQUIRE(all_ranks(ok));
   CHECK_THROWS_AS(check_mpi(MPI_ERR_COUNT, "call", "file.cpp", 3), std::runtime_error);
   CHECK_NOTHROW(check_mpi(MPI_SUCCESS, "call", "file.cpp", 3));
+}
+
+TEST_CASE("calibration: positive finite parameters, the same on every rank") {
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  if (comm.size() < 2) {
+    REQUIRE_THROWS_AS(calibrate_cost_model(comm), std::invalid_argument);
+    return;
+  }
+  const AllreduceCostModel m = calibrate_cost_model(comm);
+  double values[3] = {m.alpha_s, m.beta_s_per_byte, m.gamma_s_per_byte};
+  double maxima[3];
+  MPI_Allreduce(values, maxima, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  bool ok = true;
+  for (int i = 0; i < 3; ++i)
+    ok = ok && std::isfinite(values[i]) && values[i] > 0 && values[i] == maxima[i] && values[i] < 1.0;
+  INFO("alpha " << m.alpha_s << " beta " << m.beta_s_per_byte << " gamma " << m.gamma_s_per_byte);
+  REQUIRE(all_ranks(ok));
 }
