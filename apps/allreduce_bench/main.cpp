@@ -1,4 +1,4 @@
-// allreduce_bench: nccl-tests style all-reduce benchmark (ring, hier, mpi, ps, rd, auto, with
+// allreduce_bench: nccl-tests style all-reduce benchmark (ring, hier, mpi, ps, rd, rab, auto, with
 // fp32 or 16-bit transport) with a correctness check at every size. Thin: parsing here,
 // the work in collectives/BenchRunner.
 #include <CLI/CLI.hpp>
@@ -8,8 +8,10 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectives/BenchRunner.h"
+#include "collectives/CostCalibration.h"
 #include "collectives/MpiCommunicator.h"
 #include "collectives/MpiEnvironment.h"
 
@@ -18,6 +20,7 @@ namespace {
 struct Options {
   std::string min_bytes = "4";
   std::string max_bytes = "256M";
+  int step_factor = 2;
   std::string sizes;
   std::string algo = "all";
   int warmup = 5;
@@ -34,6 +37,10 @@ struct Options {
   std::string auto_ring_min_shm = "4M";
   std::string rd_doubling_max = "2K";
   bool mean = false;
+  bool predict = false;
+  std::string tuning;
+  std::string calibrate;
+  ringtrain::AllreduceCostModel model;
   std::string csv;
   std::string json;
 };
@@ -41,8 +48,9 @@ struct Options {
 ringtrain::BenchConfig make_config(const Options& o) {
   ringtrain::BenchConfig config;
   config.sizes = o.sizes.empty()
-                     ? ringtrain::power_of_two_sizes(ringtrain::parse_byte_size(o.min_bytes),
-                                                     ringtrain::parse_byte_size(o.max_bytes))
+                     ? ringtrain::stepped_sizes(ringtrain::parse_byte_size(o.min_bytes),
+                                                ringtrain::parse_byte_size(o.max_bytes),
+                                                o.step_factor)
                      : ringtrain::parse_size_list(o.sizes);
   config.algos = ringtrain::parse_algo_list(o.algo);
   config.compressions = ringtrain::parse_compression_list(o.compress);
@@ -68,6 +76,162 @@ ringtrain::BenchConfig make_config(const Options& o) {
   return config;
 }
 
+// Short options after nccl-tests: -b -e -f -n -w.
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("-b,--min-bytes", o.min_bytes, "smallest size (K/M/G suffixes)")
+      ->capture_default_str();
+  app.add_option("-e,--max-bytes", o.max_bytes, "largest size")->capture_default_str();
+  app.add_option("-f,--step-factor", o.step_factor,
+                 "sizes grow by this factor from --min-bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1024));
+  app.add_option("--sizes", o.sizes, "explicit comma list of sizes instead, e.g. 1K,1M,64M");
+  app.add_option("--algo", o.algo, "ring|hier|mpi|ps|rd|rab|auto|all or a comma list")
+      ->capture_default_str();
+  app.add_option("--compress", o.compress,
+                 "transport: none|bf16|fp16 or a comma list (each algorithm runs with each; "
+                 "mpi and rd move fp32 only)")
+      ->capture_default_str();
+  app.add_option("-w,--warmup", o.warmup, "untimed calls per size and algorithm")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("-n,--iters", o.iters, "timed calls per size and algorithm")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--repeats", o.repeats, "timed loops per algorithm, taken in turns; best counts")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_flag("--mean", o.mean, "check and time the mean (sum * 1/N) variant");
+  app.add_flag("--predict", o.predict,
+               "after the table, the cost model's time for each ring/rab/rd row beside the "
+               "measured one (one rank per node assumed)");
+  auto* tuning = app.add_option("--tuning", o.tuning,
+                                "cost model parameters from this file (as --calibrate writes it)");
+  app.add_option("--calibrate", o.calibrate,
+                 "measure the cost model's parameters first (ping-pong, two-way stream and "
+                 "reduction between rank 0 and the last rank of the node order), write them "
+                 "to this file and use them for --predict")
+      ->excludes(tuning);
+  app.add_option("--alpha-s", o.model.alpha_s, "cost model: seconds per round")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--beta-s-per-byte", o.model.beta_s_per_byte,
+                 "cost model: seconds per byte on a link, each direction")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--gamma-s-per-byte", o.model.gamma_s_per_byte,
+                 "cost model: seconds per byte of fp32 addition")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--csv", o.csv, "also write the results as CSV");
+  app.add_option("--json", o.json, "also write the results as JSON");
+}
+
+void add_tuning_options(CLI::App& app, Options& o) {
+  app.add_option("--chunk-kb", o.chunk_kb, "ring pipeline chunk on one host (KiB on the wire)")
+      ->capture_default_str();
+  app.add_option("--net-chunk-kb", o.net_chunk_kb,
+                 "ring pipeline chunk across hosts (KiB on the wire; keep it below "
+                 "btl_tcp_eager_limit)")
+      ->capture_default_str();
+  app.add_option("--recv-depth", o.recv_depth, "ring receives posted ahead")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--ps-chunk-kb", o.ps_chunk_kb, "parameter-server chunk (KiB)")
+      ->capture_default_str();
+  app.add_option("--hier-piece-kb", o.hier_piece_kb,
+                 "hier: the leaders all-reduce the node sum in pieces of this size (KiB)")
+      ->capture_default_str();
+  app.add_option("--auto-ring-min", o.auto_ring_min,
+                 "auto across hosts, power-of-two rank count: ring from this size on, rd below")
+      ->capture_default_str();
+  app.add_option("--auto-ring-min-non-pow2", o.auto_ring_min_non_pow2,
+                 "auto across hosts, other rank counts: ring from this size on, rd below")
+      ->capture_default_str();
+  app.add_option("--auto-ring-min-shm", o.auto_ring_min_shm,
+                 "auto on one host: ring from this size on")
+      ->capture_default_str();
+  app.add_option("--rd-doubling-max", o.rd_doubling_max,
+                 "rd: whole-vector doubling up to this size")
+      ->capture_default_str();
+}
+
+// Rank 0's two header lines: the job, where auto switches, and the settings.
+void print_header(const ringtrain::MpiCommunicator& comm, const std::vector<std::string>& hosts,
+                  const ringtrain::BenchConfig& config, const Options& o) {
+  std::string host_list;
+  for (const auto& h : hosts) host_list += (host_list.empty() ? "" : ",") + h;
+  const bool single_host = comm.single_host();
+  const auto& layout = comm.layout();
+  const std::size_t rd_below =
+      single_host ? config.tuning.auto_ring_min_bytes_single_host
+                  : ringtrain::auto_ring_min_bytes_across_hosts(config.tuning, layout.ranks);
+  const auto at_64m = comm.resolve(ringtrain::AllreduceAlgo::kAuto, std::size_t{64} << 20,
+                                   ringtrain::Compression::kNone);
+  std::cout << "# allreduce_bench: " << comm.size() << " ranks, " << comm.library_version()
+            << ", hosts " << host_list << " (MPI_COMM_TYPE_SHARED: " << layout.nodes
+            << " node(s), " << layout.nodes_with_several_ranks << " with several ranks; auto runs "
+            << ringtrain::allreduce_algo_name(at_64m) << " at 64 MiB, rd below "
+            << rd_below / 1024 << "K)"
+            << "\n# ring chunk " << (single_host ? o.chunk_kb : o.net_chunk_kb) << " KiB x"
+            << o.recv_depth << ", transport " << o.compress << ", warmup " << o.warmup
+            << ", iters " << o.iters << " x best of " << o.repeats << ", op "
+            << (o.mean ? "mean" : "sum")
+            << ", GB = 1e9 B, busbw = algbw * 2(N-1)/N, times per call averaged over iters\n";
+}
+
+// The --predict block: model against measurement, row by row.
+void print_predictions(const std::vector<ringtrain::BenchRow>& rows, int ranks,
+                       const ringtrain::BenchConfig& config, const Options& o) {
+  std::cout << "# cost model (alpha " << o.model.alpha_s << " s, beta " << o.model.beta_s_per_byte
+            << " s/B, gamma " << o.model.gamma_s_per_byte << " s/B), one rank per node:\n"
+            << "#     size(B)      algo  predicted(us)   measured(us)   error\n";
+  for (const auto& p : ringtrain::predict_bench_rows(rows, ranks,
+                                                     config.tuning.rd_doubling_max_bytes, o.model)) {
+    std::printf("# %12zu %9s %14.1f %14.1f %+6.1f%%\n", p.bytes, p.algo.c_str(), p.predicted_us,
+                p.measured_us, 100 * p.error);
+  }
+  std::fflush(stdout);
+}
+
+void calibrate(ringtrain::MpiCommunicator& comm, Options& o) {
+  o.model = ringtrain::calibrate_cost_model(comm);
+  if (comm.rank() != 0) return;
+  const std::string note = "allreduce_bench --calibrate, " + std::to_string(comm.size()) +
+                           " ranks, " + std::to_string(comm.layout().nodes) + " node(s)";
+  ringtrain::write_cost_model(o.model, o.calibrate, note);
+  std::cout << "# calibrated (" << o.calibrate << "): alpha " << o.model.alpha_s << " s, beta "
+            << o.model.beta_s_per_byte << " s/B, gamma " << o.model.gamma_s_per_byte << " s/B\n";
+}
+
+// Parses the command line into `config`; returns an exit code to end with (help: 0,
+// unreadable tuning file: 1, usage error: 2) or -1 to go on.
+int parse(int argc, char** argv, int rank, Options& o, ringtrain::BenchConfig& config) {
+  CLI::App app{"allreduce_bench: all-reduce bandwidth and latency (nccl-tests style)"};
+  add_options(app, o);
+  add_tuning_options(app, o);
+  try {
+    app.parse(argc, argv);
+    config = make_config(o);
+    if (!o.tuning.empty()) o.model = ringtrain::read_cost_model(o.tuning);
+  } catch (const CLI::CallForHelp&) {
+    if (rank == 0) std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    if (rank == 0)
+      std::fprintf(stderr, "allreduce_bench: usage error: %s (see --help)\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    if (rank == 0)
+      std::fprintf(stderr, "allreduce_bench: usage error: %s (see --help)\n", e.what());
+    return 2;
+  } catch (const std::runtime_error& e) {  // the tuning file (CLI's errors are caught above)
+    if (rank == 0) std::fprintf(stderr, "allreduce_bench: error: %s\n", e.what());
+    return 1;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,109 +239,21 @@ int main(int argc, char** argv) {
   int rank = 0;
   try {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-
-    CLI::App app{"allreduce_bench: all-reduce bandwidth and latency (nccl-tests style)"};
     Options o;
-    app.add_option("--min-bytes", o.min_bytes, "smallest size (K/M/G suffixes)")
-        ->capture_default_str();
-    app.add_option("--max-bytes", o.max_bytes, "largest size; sizes double from --min-bytes")
-        ->capture_default_str();
-    app.add_option("--sizes", o.sizes, "explicit comma list of sizes instead, e.g. 1K,1M,64M");
-    app.add_option("--algo", o.algo, "ring|hier|mpi|ps|rd|auto|all or a comma list")
-        ->capture_default_str();
-    app.add_option("--compress", o.compress,
-                   "transport: none|bf16|fp16 or a comma list (each algorithm runs with each; "
-                   "mpi and rd move fp32 only)")
-        ->capture_default_str();
-    app.add_option("--warmup", o.warmup, "untimed calls per size and algorithm")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 1000000));
-    app.add_option("--iters", o.iters, "timed calls per size and algorithm")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1000000));
-    app.add_option("--repeats", o.repeats, "timed loops per algorithm, taken in turns; best counts")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1000000));
-    app.add_option("--chunk-kb", o.chunk_kb, "ring pipeline chunk on one host (KiB on the wire)")
-        ->capture_default_str();
-    app.add_option("--net-chunk-kb", o.net_chunk_kb,
-                   "ring pipeline chunk across hosts (KiB on the wire; keep it below "
-                   "btl_tcp_eager_limit)")
-        ->capture_default_str();
-    app.add_option("--recv-depth", o.recv_depth, "ring receives posted ahead")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 64));
-    app.add_option("--ps-chunk-kb", o.ps_chunk_kb, "parameter-server chunk (KiB)")
-        ->capture_default_str();
-    app.add_option("--hier-piece-kb", o.hier_piece_kb,
-                   "hier: the leaders all-reduce the node sum in pieces of this size (KiB)")
-        ->capture_default_str();
-    app.add_option("--auto-ring-min", o.auto_ring_min,
-                   "auto across hosts, power-of-two rank count: ring from this size on, rd below")
-        ->capture_default_str();
-    app.add_option("--auto-ring-min-non-pow2", o.auto_ring_min_non_pow2,
-                   "auto across hosts, other rank counts: ring from this size on, rd below")
-        ->capture_default_str();
-    app.add_option("--auto-ring-min-shm", o.auto_ring_min_shm,
-                   "auto on one host: ring from this size on")
-        ->capture_default_str();
-    app.add_option("--rd-doubling-max", o.rd_doubling_max,
-                   "rd: whole-vector doubling up to this size")
-        ->capture_default_str();
-    app.add_flag("--mean", o.mean, "check and time the mean (sum * 1/N) variant");
-    app.add_option("--csv", o.csv, "also write the results as CSV");
-    app.add_option("--json", o.json, "also write the results as JSON");
-
     ringtrain::BenchConfig config;
-    try {
-      app.parse(argc, argv);
-      config = make_config(o);
-    } catch (const CLI::CallForHelp&) {
-      if (rank == 0) std::cout << app.help();
-      return 0;
-    } catch (const CLI::ParseError& e) {
-      if (rank == 0)
-        std::fprintf(stderr, "allreduce_bench: usage error: %s (see --help)\n", e.what());
-      return 2;
-    } catch (const std::invalid_argument& e) {
-      if (rank == 0)
-        std::fprintf(stderr, "allreduce_bench: usage error: %s (see --help)\n", e.what());
-      return 2;
-    }
+    if (const int code = parse(argc, argv, rank, o, config); code >= 0) return code;
 
     ringtrain::MpiCommunicatorOptions options;
     options.tuning = config.tuning;
     auto comm = std::make_unique<ringtrain::MpiCommunicator>(MPI_COMM_WORLD, options);
-    if (rank == 0) {
-      const auto hosts = comm->allgather(comm->host_name());
-      std::string host_list;
-      for (const auto& h : hosts) host_list += (host_list.empty() ? "" : ",") + h;
-      const bool single_host = comm->single_host();
-      const auto& layout = comm->layout();
-      const std::size_t rd_below =
-          single_host ? config.tuning.auto_ring_min_bytes_single_host
-                      : ringtrain::auto_ring_min_bytes_across_hosts(config.tuning, layout.ranks);
-      std::cout << "# allreduce_bench: " << comm->size() << " ranks, " << comm->library_version()
-                << ", hosts " << host_list << " (MPI_COMM_TYPE_SHARED: " << layout.nodes
-                << " node(s), " << layout.nodes_with_several_ranks
-                << " with several ranks; auto runs "
-                << ringtrain::allreduce_algo_name(comm->resolve(ringtrain::AllreduceAlgo::kAuto,
-                                                                std::size_t{64} << 20,
-                                                                ringtrain::Compression::kNone))
-                << " at 64 MiB, rd below "
-                << rd_below / 1024 << "K)"
-                << "\n# ring chunk " << (single_host ? o.chunk_kb : o.net_chunk_kb) << " KiB x"
-                << o.recv_depth << ", transport " << o.compress << ", warmup "
-                << o.warmup << ", iters " << o.iters << " x best of " << o.repeats << ", op "
-                << (o.mean ? "mean" : "sum")
-                << ", GB = 1e9 B, busbw = algbw * 2(N-1)/N, times per call averaged over iters\n";
-    } else {
-      comm->allgather(comm->host_name());
-    }
+    const auto hosts = comm->allgather(comm->host_name());
+    if (rank == 0) print_header(*comm, hosts, config, o);
+    if (!o.calibrate.empty()) calibrate(*comm, o);
     const auto rows = ringtrain::run_allreduce_bench(*comm, config, &std::cout);
     std::uint64_t errors = 0;
     for (const auto& r : rows) errors += r.errors;
     if (rank == 0) {
+      if (o.predict) print_predictions(rows, comm->size(), config, o);
       if (!o.csv.empty()) ringtrain::write_bench_csv(rows, comm->size(), o.csv);
       if (!o.json.empty())
         ringtrain::write_bench_json(rows, comm->size(), comm->library_version(), config, o.json);

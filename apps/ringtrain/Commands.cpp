@@ -187,14 +187,14 @@ void Commands::add_train_optimisation_options(CLI::App& t) {
 void Commands::add_train_distribution_options(CLI::App& t) {
   TrainConfig& c = train_config_;
   t.option_defaults()->group("Distribution");
-  const std::vector<std::string> algos = {"ring", "hier", "mpi", "ps", "rd", "auto"};
+  const std::vector<std::string> algos = {"ring", "hier", "mpi", "ps", "rd", "rab", "auto"};
   t.add_option("--allreduce", c.allreduce, "Gradient all-reduce: " + joined(algos))
       ->capture_default_str()
       ->check(CLI::IsMember(algos));
   const std::vector<std::string> transports = {"none", "bf16", "fp16"};
   t.add_option("--compress", c.compress,
                 "Gradient transport: " + joined(transports) + " (16-bit on the wire, fp32 additions; "
-                "with ring, hier, ps or auto)")
+                "with ring, hier, ps, rab or auto)")
       ->capture_default_str()
       ->check(CLI::IsMember(transports));
   t.add_option("--bucket-mb", c.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();

@@ -54,13 +54,15 @@ std::vector<std::size_t> parse_size_list(std::string_view text) {
   return sizes;
 }
 
-std::vector<std::size_t> power_of_two_sizes(std::size_t min_bytes, std::size_t max_bytes) {
+std::vector<std::size_t> stepped_sizes(std::size_t min_bytes, std::size_t max_bytes, int factor) {
   if (min_bytes == 0) throw std::invalid_argument("--min-bytes must be positive");
   if (max_bytes < min_bytes) throw std::invalid_argument("--max-bytes is below --min-bytes");
+  if (factor < 2) throw std::invalid_argument("--step-factor must be at least 2");
+  const std::size_t f = static_cast<std::size_t>(factor);
   std::vector<std::size_t> sizes;
-  for (std::size_t b = min_bytes; b <= max_bytes; b *= 2) {
+  for (std::size_t b = min_bytes; b <= max_bytes; b *= f) {
     sizes.push_back(b);
-    if (b > SIZE_MAX / 2) break;
+    if (b > SIZE_MAX / f) break;
   }
   return sizes;
 }
@@ -68,8 +70,8 @@ std::vector<std::size_t> power_of_two_sizes(std::size_t min_bytes, std::size_t m
 std::vector<AllreduceAlgo> parse_algo_list(std::string_view text) {
   if (text == "all") {
     return {AllreduceAlgo::kMpi, AllreduceAlgo::kRing, AllreduceAlgo::kHierarchical,
-            AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kParameterServer,
-            AllreduceAlgo::kAuto};
+            AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kRabenseifner,
+            AllreduceAlgo::kParameterServer, AllreduceAlgo::kAuto};
   }
   std::vector<AllreduceAlgo> algos;
   std::size_t start = 0;
@@ -242,6 +244,29 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
     }
   }
   return rows;
+}
+
+std::vector<BenchPrediction> predict_bench_rows(const std::vector<BenchRow>& rows, int ranks,
+                                                std::size_t doubling_max_bytes,
+                                                const AllreduceCostModel& model) {
+  std::vector<BenchPrediction> out;
+  for (const BenchRow& row : rows) {
+    // Row names are "algo" or "algo/transport" (row_name).
+    const std::size_t slash = row.algo.find('/');
+    const std::string name = row.algo.substr(0, slash);
+    const Compression compression = slash == std::string::npos
+                                        ? Compression::kNone
+                                        : parse_compression(row.algo.substr(slash + 1));
+    const AllreduceAlgo algo = parse_allreduce_algo(name);
+    if (algo != AllreduceAlgo::kRing && algo != AllreduceAlgo::kRabenseifner &&
+        algo != AllreduceAlgo::kRecursiveDoubling)
+      continue;
+    const double predicted =
+        1e6 * predict_allreduce_seconds(algo, row.bytes, ranks, compression, doubling_max_bytes, model);
+    out.push_back({row.bytes, row.algo, predicted, row.time_avg_us,
+                   row.time_avg_us > 0 ? predicted / row.time_avg_us - 1 : 0.0});
+  }
+  return out;
 }
 
 void write_bench_csv(const std::vector<BenchRow>& rows, int ranks, const std::string& path) {

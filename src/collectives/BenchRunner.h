@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collectives/AllreduceCostModel.h"
 #include "collectives/AllreduceTuning.h"
 #include "collectives/Communicator.h"
 
@@ -47,9 +48,11 @@ struct BenchRow {
 std::size_t parse_byte_size(std::string_view text);
 // "4,1K,256M" -> sizes.
 std::vector<std::size_t> parse_size_list(std::string_view text);
-// min, 2 min, 4 min, ... <= max.
-std::vector<std::size_t> power_of_two_sizes(std::size_t min_bytes, std::size_t max_bytes);
-// "ring" | ... | "all" or a comma list; "all" = mpi, ring, hier, rd, ps, auto.
+// min, f min, f^2 min, ... <= max (nccl-tests' -f); throws std::invalid_argument for
+// min 0, max < min or f < 2.
+std::vector<std::size_t> stepped_sizes(std::size_t min_bytes, std::size_t max_bytes,
+                                       int factor = 2);
+// "ring" | ... | "all" or a comma list; "all" = mpi, ring, hier, rd, rab, ps, auto.
 std::vector<AllreduceAlgo> parse_algo_list(std::string_view text);
 // "none,bf16" -> transports.
 std::vector<Compression> parse_compression_list(std::string_view text);
@@ -62,6 +65,20 @@ float bench_value(int rank, std::size_t i);
 // goes. Returns the rows (identical on all ranks).
 std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig& config,
                                           std::ostream* out);
+
+// A measured row beside the cost model's prediction (one rank per node assumed).
+struct BenchPrediction {
+  std::size_t bytes = 0;
+  std::string algo;
+  double predicted_us = 0;
+  double measured_us = 0;  // the row's time_avg_us
+  double error = 0;        // predicted / measured - 1
+};
+
+// The rows the model covers (ring, rab, rd, with any transport), in row order.
+std::vector<BenchPrediction> predict_bench_rows(const std::vector<BenchRow>& rows, int ranks,
+                                                std::size_t doubling_max_bytes,
+                                                const AllreduceCostModel& model);
 
 void write_bench_csv(const std::vector<BenchRow>& rows, int ranks, const std::string& path);
 void write_bench_json(const std::vector<BenchRow>& rows, int ranks, const std::string& library,

@@ -13,9 +13,10 @@ AllreduceAlgo parse_allreduce_algo(std::string_view name) {
   if (name == "mpi") return AllreduceAlgo::kMpi;
   if (name == "ps") return AllreduceAlgo::kParameterServer;
   if (name == "rd") return AllreduceAlgo::kRecursiveDoubling;
+  if (name == "rab") return AllreduceAlgo::kRabenseifner;
   if (name == "auto") return AllreduceAlgo::kAuto;
   throw std::invalid_argument("unknown all-reduce algorithm '" + std::string(name) +
-                              "' (expected ring, hier, mpi, ps, rd or auto)");
+                              "' (expected ring, hier, mpi, ps, rd, rab or auto)");
 }
 
 std::string_view allreduce_algo_name(AllreduceAlgo algo) {
@@ -30,6 +31,8 @@ std::string_view allreduce_algo_name(AllreduceAlgo algo) {
       return "ps";
     case AllreduceAlgo::kRecursiveDoubling:
       return "rd";
+    case AllreduceAlgo::kRabenseifner:
+      return "rab";
     case AllreduceAlgo::kAuto:
       return "auto";
   }

@@ -17,11 +17,12 @@ enum class AllreduceAlgo {
   kHierarchical,       // reduce inside each node (shared memory), ring among node leaders, share back
   kMpi,                // MPI_Allreduce as Open MPI implements it
   kParameterServer,    // everyone -> rank 0, sum, rank 0 -> everyone
-  kRecursiveDoubling,  // Rabenseifner's recursive halving / doubling ("rd")
+  kRecursiveDoubling,  // recursive doubling, or halving / doubling unpipelined ("rd")
+  kRabenseifner,       // recursive halving / doubling pipelined in chunks, 16-bit too ("rab")
   kAuto,               // chosen by message size and topology from measured crossovers
 };
 
-// "ring" | "hier" | "mpi" | "ps" | "rd" | "auto"; throws std::invalid_argument otherwise.
+// "ring" | "hier" | "mpi" | "ps" | "rd" | "rab" | "auto"; throws std::invalid_argument otherwise.
 AllreduceAlgo parse_allreduce_algo(std::string_view name);
 std::string_view allreduce_algo_name(AllreduceAlgo algo);
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "collectives/EvenPartition.h"
 #include "collectives/MpiCheck.h"
@@ -71,13 +72,73 @@ void recv_all(MPI_Comm comm, int peer, int tag, float* data, std::size_t n, Traf
   stats.bytes_received += n * sizeof(float);
 }
 
+// Plain recursive doubling among the p = pof2 ranks of the folded job: log2(p) exchanges
+// of the whole vector; a + b == b + a in IEEE arithmetic, so partners end with
+// bit-identical sums.
+template <class RealRank>
+void recursive_doubling(MPI_Comm comm, std::span<float> data, int new_rank, int pof2,
+                        RealRank real_rank, std::vector<float>& scratch, TrafficStats& stats) {
+  const std::size_t count = data.size();
+  if (scratch.size() < count) scratch.resize(count);
+  for (int mask = 1; mask < pof2; mask *= 2) {
+    const int peer = real_rank(new_rank ^ mask);
+    exchange(comm, peer, kStepTag, data.data(), count, scratch.data(), count, stats);
+    reduce_add(data.data(), scratch.data(), count);
+  }
+}
+
+// Recursive halving then doubling among the p = pof2 ranks of the folded job; scales the
+// block this rank owns after the halving.
+template <class RealRank>
+void halving_doubling(MPI_Comm comm, std::span<float> data, float scale, int new_rank, int pof2,
+                      RealRank real_rank, std::vector<float>& scratch, TrafficStats& stats) {
+  const std::size_t count = data.size();
+  const auto block_begin = [&](int b) {
+    return partition_begin(count, pof2, static_cast<std::size_t>(b));
+  };
+  int lo = 0;
+  int hi = pof2;
+  if (scratch.size() < count / 2 + 1) scratch.resize(count / 2 + 1);
+  for (int mask = pof2 / 2; mask >= 1; mask /= 2) {
+    const int peer = real_rank(new_rank ^ mask);
+    const int mid = lo + (hi - lo) / 2;
+    const bool keep_low = (new_rank & mask) == 0;
+    const int keep_lo = keep_low ? lo : mid;
+    const int keep_hi = keep_low ? mid : hi;
+    const std::size_t keep_begin = block_begin(keep_lo);
+    const std::size_t keep_n = block_begin(keep_hi) - keep_begin;
+    const std::size_t send_begin = block_begin(keep_low ? mid : lo);
+    const std::size_t send_n = block_begin(keep_low ? hi : mid) - send_begin;
+    exchange(comm, peer, kStepTag, data.data() + send_begin, send_n, scratch.data(), keep_n,
+             stats);
+    reduce_add(data.data() + keep_begin, scratch.data(), keep_n);
+    lo = keep_lo;
+    hi = keep_hi;
+  }
+  // This rank now owns the full sum of block new_rank.
+  if (scale != 1.0f)
+    scale_in_place(data.data() + block_begin(lo), block_begin(hi) - block_begin(lo), scale);
+  for (int mask = 1; mask < pof2; mask *= 2) {
+    const int peer = real_rank(new_rank ^ mask);
+    // The partner owns the adjacent range of the same width.
+    const bool low = (new_rank & mask) == 0;
+    const int other_lo = low ? hi : lo - mask;
+    const int other_hi = low ? hi + mask : lo;
+    const std::size_t mine = block_begin(lo);
+    const std::size_t theirs = block_begin(other_lo);
+    exchange(comm, peer, kStepTag, data.data() + mine, block_begin(hi) - mine,
+             data.data() + theirs, block_begin(other_hi) - theirs, stats);
+    lo = low ? lo : other_lo;
+    hi = low ? other_hi : hi;
+  }
+}
+
 }  // namespace
 
 void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, float scale,
                                 std::size_t doubling_max_bytes, AllreduceScratch& scratch_space,
                                 TrafficStats& stats) {
   std::vector<float>& scratch = scratch_space.f32;
-  const bool scaled = scale != 1.0f;
   int rank = 0;
   int size = 1;
   RINGTRAIN_MPI_CHECK(MPI_Comm_rank(comm, &rank));
@@ -107,57 +168,10 @@ void halving_doubling_allreduce(MPI_Comm comm, std::span<float> data, float scal
     const bool doubling_only = count * sizeof(float) <= doubling_max_bytes ||
                                count < static_cast<std::size_t>(pof2);
     if (doubling_only) {
-      // Recursive doubling: log2(p) exchanges of the whole vector; a + b == b + a in IEEE
-      // arithmetic, so partners end with bit-identical sums.
-      if (scratch.size() < count) scratch.resize(count);
-      for (int mask = 1; mask < pof2; mask *= 2) {
-        const int peer = real_rank(new_rank ^ mask);
-        exchange(comm, peer, kStepTag, data.data(), count, scratch.data(), count, stats);
-        reduce_add(data.data(), scratch.data(), count);
-      }
-      if (scaled) scale_in_place(data.data(), count, scale);
+      recursive_doubling(comm, data, new_rank, pof2, real_rank, scratch, stats);
+      if (scale != 1.0f) scale_in_place(data.data(), count, scale);
     } else {
-      const auto block_begin = [&](int b) {
-        return partition_begin(count, pof2, static_cast<std::size_t>(b));
-      };
-      int lo = 0;
-      int hi = pof2;
-      if (scratch.size() < count / 2 + 1) scratch.resize(count / 2 + 1);
-      for (int mask = pof2 / 2; mask >= 1; mask /= 2) {
-        const int peer = real_rank(new_rank ^ mask);
-        const int mid = lo + (hi - lo) / 2;
-        const bool keep_low = (new_rank & mask) == 0;
-        const int keep_lo = keep_low ? lo : mid;
-        const int keep_hi = keep_low ? mid : hi;
-        const int send_lo = keep_low ? mid : lo;
-        const int send_hi = keep_low ? hi : mid;
-        const std::size_t keep_begin = block_begin(keep_lo);
-        const std::size_t keep_n = block_begin(keep_hi) - keep_begin;
-        const std::size_t send_begin = block_begin(send_lo);
-        const std::size_t send_n = block_begin(send_hi) - send_begin;
-        exchange(comm, peer, kStepTag, data.data() + send_begin, send_n, scratch.data(), keep_n,
-                 stats);
-        reduce_add(data.data() + keep_begin, scratch.data(), keep_n);
-        lo = keep_lo;
-        hi = keep_hi;
-      }
-      // This rank now owns the full sum of block new_rank.
-      if (scaled) {
-        scale_in_place(data.data() + block_begin(lo), block_begin(hi) - block_begin(lo), scale);
-      }
-      for (int mask = 1; mask < pof2; mask *= 2) {
-        const int peer = real_rank(new_rank ^ mask);
-        // The partner owns the adjacent range of the same width.
-        const bool low = (new_rank & mask) == 0;
-        const int other_lo = low ? hi : lo - mask;
-        const int other_hi = low ? hi + mask : lo;
-        const std::size_t mine = block_begin(lo);
-        const std::size_t theirs = block_begin(other_lo);
-        exchange(comm, peer, kStepTag, data.data() + mine, block_begin(hi) - mine,
-                 data.data() + theirs, block_begin(other_hi) - theirs, stats);
-        lo = low ? lo : other_lo;
-        hi = low ? other_hi : hi;
-      }
+      halving_doubling(comm, data, scale, new_rank, pof2, real_rank, scratch, stats);
     }
   }
 

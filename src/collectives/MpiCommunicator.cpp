@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
 #include "collectives/HalvingDoublingAllreduce.h"
 #include "collectives/MpiCheck.h"
 #include "collectives/ParameterServerAllreduce.h"
+#include "collectives/RabenseifnerAllreduce.h"
 #include "collectives/ReduceKernels.h"
 #include "collectives/RingAllreduce.h"
 #include "collectives/StallRecord.h"
@@ -32,6 +34,7 @@ const char* stall_operation(AllreduceAlgo algo) {
   switch (algo) {
     case AllreduceAlgo::kRing: return "ring all-reduce";
     case AllreduceAlgo::kRecursiveDoubling: return "rd all-reduce";
+    case AllreduceAlgo::kRabenseifner: return "rab all-reduce";
     case AllreduceAlgo::kParameterServer: return "ps all-reduce";
     case AllreduceAlgo::kMpi: return "mpi all-reduce";
     case AllreduceAlgo::kHierarchical: return "hier all-reduce";
@@ -53,8 +56,22 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, const MpiCommunicatorOptions& 
   RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   RINGTRAIN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
-  // Nodes: ranks that share memory (never host names, which emulated nodes share).
-  if (options.node_group_size > 0) {
+  if (options.round_robin_nodes < 0)
+    throw std::invalid_argument("MpiCommunicator: round_robin_nodes must be >= 0");
+  split_nodes(options);
+  hier_ = std::make_unique<HierarchicalAllreduce>(node_comm_, leader_comm_,
+                                                  tuning_.hier_piece_bytes);
+}
+
+// Nodes are ranks that share memory (never host names, which emulated nodes share). The
+// leaders (node rank 0) number the nodes in the order of their lowest rank; the ring order
+// sorts ranks by that number, keeping rank order within a node. The ring and rab take the
+// order as a permutation of comm_ (not a reordered communicator), so the ranks they report
+// to the stall watchdog are comm_'s.
+void MpiCommunicator::split_nodes(const MpiCommunicatorOptions& options) {
+  if (options.round_robin_nodes > 0) {
+    RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, rank_ % options.round_robin_nodes, rank_, &node_comm_));
+  } else if (options.node_group_size > 0) {
     RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, rank_ / options.node_group_size, rank_, &node_comm_));
   } else {
     RINGTRAIN_MPI_CHECK(
@@ -66,13 +83,21 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, const MpiCommunicatorOptions& 
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(node_comm_, &node_size_));
   const bool leader = node_rank == 0;
   RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, leader ? 0 : MPI_UNDEFINED, rank_, &leader_comm_));
-  if (leader_comm_ != MPI_COMM_NULL)
+  int node_index = 0;
+  if (leader_comm_ != MPI_COMM_NULL) {
     RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(leader_comm_, MPI_ERRORS_RETURN));
+    RINGTRAIN_MPI_CHECK(MPI_Comm_rank(leader_comm_, &node_index));
+  }
+  RINGTRAIN_MPI_CHECK(MPI_Bcast(&node_index, 1, MPI_INT, 0, node_comm_));
+  std::vector<int> node_of(static_cast<std::size_t>(size_));
+  RINGTRAIN_MPI_CHECK(MPI_Allgather(&node_index, 1, MPI_INT, node_of.data(), 1, MPI_INT, comm_));
+  ring_order_.resize(static_cast<std::size_t>(size_));
+  std::iota(ring_order_.begin(), ring_order_.end(), 0);
+  std::stable_sort(ring_order_.begin(), ring_order_.end(),
+                   [&](int a, int b) { return node_of[a] < node_of[b]; });
   int counts[2] = {leader ? 1 : 0, leader && node_size_ > 1 ? 1 : 0};
   RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, comm_));
   layout_ = NodeLayout{size_, counts[0], counts[1]};
-  hier_ = std::make_unique<HierarchicalAllreduce>(node_comm_, leader_comm_,
-                                                  tuning_.hier_piece_bytes);
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -85,9 +110,9 @@ MpiCommunicator::~MpiCommunicator() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-RingOptions MpiCommunicator::ring_options(bool network) const {
+RingOptions MpiCommunicator::ring_options(bool network, std::span<const int> order) const {
   return RingOptions{network ? tuning_.ring_chunk_bytes_network : tuning_.ring_chunk_bytes,
-                     tuning_.ring_recv_depth, /*chunk_is_limit=*/network};
+                     tuning_.ring_recv_depth, /*chunk_is_limit=*/network, order};
 }
 
 AllreduceAlgo MpiCommunicator::resolve(AllreduceAlgo algo, std::size_t bytes,
@@ -118,12 +143,12 @@ void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo
     throw std::invalid_argument("all-reduce '" + std::string(allreduce_algo_name(algo)) +
                                 "' moves fp32 only; --compress " +
                                 std::string(compression_name(compression)) +
-                                " works with ring, hier, ps or auto");
+                                " works with ring, hier, ps, rab or auto");
   }
   switch (algo) {
     case AllreduceAlgo::kRing:
-      ring_allreduce(comm_, data, scale, compression, ring_options(!single_host()), scratch_,
-                     stats_);
+      ring_allreduce(comm_, data, scale, compression, ring_options(!single_host(), ring_order_),
+                     scratch_, stats_);
       return;
     case AllreduceAlgo::kHierarchical:
       hier_->run(
@@ -133,6 +158,11 @@ void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo
     case AllreduceAlgo::kRecursiveDoubling:
       halving_doubling_allreduce(comm_, data, scale, tuning_.rd_doubling_max_bytes, scratch_,
                                  stats_);
+      return;
+    case AllreduceAlgo::kRabenseifner:
+      rabenseifner_allreduce(comm_, data, scale, compression,
+                             ring_options(!single_host()).chunk_bytes, ring_order_, scratch_,
+                             stats_);
       return;
     case AllreduceAlgo::kParameterServer:
       parameter_server_allreduce(comm_, data, scale, compression, tuning_.ps_chunk_bytes, scratch_,

@@ -25,6 +25,10 @@ struct MpiCommunicatorOptions {
   // ranks r with the same r / k form a node, so tests can exercise hier with one and two
   // ranks per "node" on one host; every such group must share memory.
   int node_group_size = 0;
+  // k > 0: rank r is on "node" r % k instead (round-robin placement, as `mpirun --map-by
+  // node` gives), so tests can check that the flat ring and rab order ranks by node
+  // whatever the numbering. Overrides node_group_size.
+  int round_robin_nodes = 0;
 };
 
 class MpiCommunicator final : public Communicator {
@@ -58,6 +62,10 @@ class MpiCommunicator final : public Communicator {
   std::string library_version() const override;
 
   const AllreduceTuning& allreduce_tuning() const { return tuning_; }
+  // The ranks of comm() in the order of the flat ring and rab: node by node (nodes in the
+  // order of their lowest rank, ranks of a node in rank order), so the ring crosses each
+  // node boundary once and rab's first, largest exchanges stay inside a node.
+  const std::vector<int>& ring_order() const { return ring_order_; }
   const NodeLayout& layout() const { return layout_; }
   MPI_Comm comm() const { return comm_; }
   // True when every rank shares this rank's node.
@@ -71,9 +79,11 @@ class MpiCommunicator final : public Communicator {
 
  private:
   void reduce_doubles(std::span<double> data, MPI_Op op);
+  void split_nodes(const MpiCommunicatorOptions& options);
   // The leaders' step of hier: rd for short fp32 vectors, else the ring.
   void across_nodes(std::span<float> data, float scale, Compression compression);
-  RingOptions ring_options(bool network) const;
+  // order: the ring order over the communicator the ring runs on (empty: rank order).
+  RingOptions ring_options(bool network, std::span<const int> order = {}) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm node_comm_ = MPI_COMM_NULL;
@@ -83,6 +93,7 @@ class MpiCommunicator final : public Communicator {
   int node_size_ = 1;  // ranks in node_comm_
   NodeLayout layout_;
   AllreduceTuning tuning_;
+  std::vector<int> ring_order_;  // comm_ ranks node by node (ring_order())
   TrafficStats stats_;
   AllreduceScratch scratch_;  // receive space of the hand-written algorithms
   std::unique_ptr<HierarchicalAllreduce> hier_;

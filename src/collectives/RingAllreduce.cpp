@@ -3,7 +3,8 @@
 //
 // Segments: the buffer is split into N near-equal segments (EvenPartition.h).
 // Reduce-scatter step s (0..N-2): rank r sends segment r-s and receives segment r-s-1
-// (mod N), which it adds into its own copy. After step N-2, rank r owns the full sum of
+// (mod N), which it adds into its own copy. (r is the ring position: the rank, or its
+// place in RingOptions::order.) After step N-2, rank r owns the full sum of
 // segment r+1. All-gather step t (0..N-2): rank r sends segment r+1-t and receives
 // segment r-t. Per rank that is 2(N-1) segments of count/N elements, the 2(N-1)/N bound
 // of Patarasuk & Yuan (2009).
@@ -27,6 +28,7 @@
 #include <algorithm>
 #include <deque>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "collectives/EvenPartition.h"
@@ -64,8 +66,19 @@ class RingRun {
         stats_(stats) {
     RINGTRAIN_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
     RINGTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size_));
-    left_ = (rank_ + size_ - 1) % size_;
-    right_ = (rank_ + 1) % size_;
+    // Ring position and neighbours: by rank, or by options.order (a permutation of ranks).
+    pos_ = rank_;
+    if (!options.order.empty()) {
+      if (options.order.size() != static_cast<std::size_t>(size_))
+        throw std::invalid_argument("ring_allreduce: order has " +
+                                    std::to_string(options.order.size()) + " ranks, comm " +
+                                    std::to_string(size_));
+      pos_ = static_cast<int>(std::find(options.order.begin(), options.order.end(), rank_) -
+                              options.order.begin());
+    }
+    const auto at = [&](int p) { return options.order.empty() ? p : options.order[p]; };
+    left_ = at((pos_ + size_ - 1) % size_);
+    right_ = at((pos_ + 1) % size_);
     element_bytes_ = compressed_ ? sizeof(std::uint16_t) : sizeof(float);
     chunk_elems_ = std::max<std::size_t>(1, options.chunk_bytes / element_bytes_);
     chunk_elems_ = std::min<std::size_t>(chunk_elems_, 1u << 29);  // pieces < 2^30: int counts
@@ -92,7 +105,7 @@ class RingRun {
     recv_requests_.assign(static_cast<std::size_t>(depth_), MPI_REQUEST_NULL);
 
     // Reduce-scatter step 0: send segment r as it is.
-    for_each_chunk(segment(rank_), [&](std::size_t offset, int count, std::uint64_t chunk) {
+    for_each_chunk(segment(pos_), [&](std::size_t offset, int count, std::uint64_t chunk) {
       to_wire(offset, count);
       send(offset, count, key_of(false, 0, chunk));
     });
@@ -171,12 +184,12 @@ class RingRun {
 
   void build_receive_stream() {
     for (int s = 0; s + 1 < size_; ++s) {
-      for_each_chunk(segment(rank_ - s - 1), [&](std::size_t offset, int count, std::uint64_t c) {
+      for_each_chunk(segment(pos_ - s - 1), [&](std::size_t offset, int count, std::uint64_t c) {
         recvs_.push_back({false, s, offset, count, key_of(false, s, c)});
       });
     }
     for (int t = 0; t + 1 < size_; ++t) {
-      for_each_chunk(segment(rank_ - t), [&](std::size_t offset, int count, std::uint64_t c) {
+      for_each_chunk(segment(pos_ - t), [&](std::size_t offset, int count, std::uint64_t c) {
         recvs_.push_back({true, t, offset, count, key_of(true, t, c)});
       });
     }
@@ -259,6 +272,7 @@ class RingRun {
   std::uint16_t* wire_ = nullptr;  // 16-bit transport: data.size() wire + receive slots
   std::size_t element_bytes_ = sizeof(float);
   int rank_ = 0;
+  int pos_ = 0;  // position in the ring (== rank_ without an order)
   int size_ = 1;
   int left_ = 0;
   int right_ = 0;

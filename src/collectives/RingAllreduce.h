@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "collectives/AllreduceScratch.h"
 #include "collectives/Communicator.h"
@@ -28,6 +29,9 @@ struct RingOptions {
   // eager limit, and a segment sent whole past it pays the rendezvous handshake the chunk
   // size exists to avoid. Otherwise a segment of up to two chunks goes whole.
   bool chunk_is_limit = false;
+  // The ranks of `comm` in ring order (a permutation; empty: rank order). Each rank sends
+  // to the next and receives from the previous; segments are numbered by ring position.
+  std::span<const int> order;
 };
 
 // data <- (sum over the ranks of `comm`) * scale. Every rank passes the same data.size(),

@@ -35,7 +35,7 @@ void TrainConfig::validate() const {
   require(compress == "none" || compress == "bf16" || compress == "fp16",
           fmt::format("--compress must be none, bf16 or fp16 (got '{}')", compress));
   require(compress == "none" || (allreduce != "rd" && allreduce != "mpi"),
-          fmt::format("--compress {} needs --allreduce ring, hier, ps or auto ({} moves fp32 only)", compress,
+          fmt::format("--compress {} needs --allreduce ring, hier, ps, rab or auto ({} moves fp32 only)", compress,
                       allreduce));
   require(eval_every >= 0, "--eval-every must be >= 0");
   require(log_every >= 1, "--log-every must be >= 1");

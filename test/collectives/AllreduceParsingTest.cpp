@@ -2,8 +2,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <string>
 
+#include "collectives/AllreduceCostModel.h"
 #include "collectives/AllreduceTuning.h"
 #include "collectives/BenchRunner.h"
 #include "collectives/EvenPartition.h"
@@ -12,13 +15,14 @@
 using namespace ringtrain;
 
 TEST_CASE("allreduce algorithm names round-trip and bad names throw") {
-  for (const char* name : {"ring", "hier", "mpi", "ps", "rd", "auto"}) {
+  for (const char* name : {"ring", "hier", "mpi", "ps", "rd", "rab", "auto"}) {
     CHECK(allreduce_algo_name(parse_allreduce_algo(name)) == name);
   }
   CHECK(parse_allreduce_algo("hier") == AllreduceAlgo::kHierarchical);
   CHECK_THROWS_AS(allreduce_algo_name(static_cast<AllreduceAlgo>(42)), std::invalid_argument);
   CHECK(parse_allreduce_algo("ps") == AllreduceAlgo::kParameterServer);
   CHECK(parse_allreduce_algo("rd") == AllreduceAlgo::kRecursiveDoubling);
+  CHECK(parse_allreduce_algo("rab") == AllreduceAlgo::kRabenseifner);
   CHECK_THROWS_AS(parse_allreduce_algo("Ring"), std::invalid_argument);
   CHECK_THROWS_AS(parse_allreduce_algo(""), std::invalid_argument);
   CHECK_THROWS_AS(parse_allreduce_algo("all"), std::invalid_argument);
@@ -56,15 +60,18 @@ TEST_CASE("byte sizes with K/M/G suffixes") {
   CHECK_THROWS_AS(parse_byte_size("99999999999999999999999"), std::invalid_argument);
   CHECK(parse_size_list("1K,4,2M") == std::vector<std::size_t>{1024, 4, 2097152});
   CHECK_THROWS_AS(parse_size_list("1K,,2M"), std::invalid_argument);
-  CHECK(power_of_two_sizes(4, 64) == std::vector<std::size_t>{4, 8, 16, 32, 64});
-  CHECK(power_of_two_sizes(4, 63) == std::vector<std::size_t>{4, 8, 16, 32});
-  CHECK_THROWS_AS(power_of_two_sizes(64, 4), std::invalid_argument);
-  CHECK_THROWS_AS(power_of_two_sizes(0, 4), std::invalid_argument);
+  CHECK(stepped_sizes(4, 64) == std::vector<std::size_t>{4, 8, 16, 32, 64});
+  CHECK(stepped_sizes(4, 63) == std::vector<std::size_t>{4, 8, 16, 32});
+  CHECK_THROWS_AS(stepped_sizes(64, 4), std::invalid_argument);
+  CHECK_THROWS_AS(stepped_sizes(0, 4), std::invalid_argument);
+  CHECK(stepped_sizes(4, 256, 4) == std::vector<std::size_t>{4, 16, 64, 256});
+  CHECK(stepped_sizes(4, 100, 3) == std::vector<std::size_t>{4, 12, 36});
+  CHECK_THROWS_AS(stepped_sizes(4, 64, 1), std::invalid_argument);
 }
 
 TEST_CASE("algorithm lists: all is mpi first, then the hand-written ones") {
   const auto all = parse_algo_list("all");
-  REQUIRE(all.size() == 6);
+  REQUIRE(all.size() == 7);
   CHECK(all.front() == AllreduceAlgo::kMpi);
   CHECK(std::find(all.begin(), all.end(), AllreduceAlgo::kHierarchical) != all.end());
   CHECK(parse_algo_list("ring,mpi") ==
@@ -169,4 +176,96 @@ TEST_CASE("bench values are small integers, so float sums of them are exact") {
       CHECK(v <= 6.0f);
     }
   }
+}
+
+TEST_CASE("cost model: ring and rab by their formulas; rab pays log2 p rounds, the ring p-1") {
+  AllreduceCostModel m;
+  m.alpha_s = 10e-6;
+  m.beta_s_per_byte = 1e-9;
+  m.gamma_s_per_byte = 0.0;
+  const auto none = Compression::kNone;
+  const std::size_t mib = 1 << 20;
+  // p = 2: one exchange of n/2 each way and back, the same schedule for both.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 2, none, 2048, m) ==
+        Approx(2 * 10e-6 + mib * 1e-9));
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, mib, 2, none, 2048, m) ==
+        Approx(2 * 10e-6 + mib * 1e-9));
+  // p = 8: 14 rounds against 6, the same 2 (7/8) n bytes.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 8, none, 2048, m) ==
+        Approx(14 * 10e-6 + 1.75 * mib * 1e-9));
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, mib, 8, none, 2048, m) ==
+        Approx(6 * 10e-6 + 1.75 * mib * 1e-9));
+  // 16-bit halves the wire; p = 3 folds one rank in (2 alpha + 2 w beta) and runs q = 2.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, mib, 3, Compression::kBf16, 2048, m) ==
+        Approx(2 * 10e-6 + 0.5 * mib * 1e-9 + 2 * (10e-6 + 0.5 * mib * 1e-9)));
+  // rd: whole-vector doubling up to doubling_max_bytes, log2 q rounds of n.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, 1024, 4, none, 2048, m) ==
+        Approx(2 * (10e-6 + 1024 * 1e-9)));
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 1, none, 2048, m) == 0.0);
+  CHECK_THROWS_AS(predict_allreduce_seconds(AllreduceAlgo::kHierarchical, mib, 4, none, 2048, m),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, mib, 4,
+                                            Compression::kBf16, 2048, m),
+                  std::invalid_argument);
+}
+
+TEST_CASE("predict_bench_rows: the modelled rows with their transport, error against avg") {
+  AllreduceCostModel m;
+  m.alpha_s = 0.0;
+  m.beta_s_per_byte = 1e-9;
+  m.gamma_s_per_byte = 0.0;
+  std::vector<BenchRow> rows(4);
+  rows[0].algo = "mpi";
+  rows[1].algo = "ring";
+  rows[2].algo = "rab/bf16";
+  rows[3].algo = "ps";
+  for (auto& r : rows) {
+    r.bytes = 1000000;
+    r.time_avg_us = 800.0;
+  }
+  const auto p = predict_bench_rows(rows, 2, 2048, m);
+  REQUIRE(p.size() == 2);
+  CHECK(p[0].algo == "ring");
+  CHECK(p[0].predicted_us == Approx(1000.0));  // p = 2: n beta
+  CHECK(p[0].error == Approx(0.25));
+  CHECK(p[1].algo == "rab/bf16");
+  CHECK(p[1].predicted_us == Approx(500.0));  // half the wire
+  CHECK(p[1].measured_us == 800.0);
+}
+
+TEST_CASE("tuning file: written and read back; bad lines name the file and line") {
+  const std::string path = "cost_model_test.tuning";
+  AllreduceCostModel m;
+  m.alpha_s = 2.5e-5;
+  m.beta_s_per_byte = 8.06e-9;
+  m.gamma_s_per_byte = 1.25e-10;
+  write_cost_model(m, path, "test");
+  const AllreduceCostModel back = read_cost_model(path);
+  CHECK(back.alpha_s == Approx(m.alpha_s));
+  CHECK(back.beta_s_per_byte == Approx(m.beta_s_per_byte));
+  CHECK(back.gamma_s_per_byte == Approx(m.gamma_s_per_byte));
+  const auto fails_with = [&](const std::string& text, const std::string& words) {
+    {
+      std::ofstream out(path);
+      out << text;
+    }
+    try {
+      read_cost_model(path);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what()).find(words) != std::string::npos;
+    }
+    return false;
+  };
+  CHECK(fails_with("# c\nalpha_s = 1e-5\nbeta = 3\n", path + ":3: unknown key 'beta'"));
+  CHECK(fails_with("alpha_s 1e-5\n", path + ":1: expected key = value"));
+  CHECK(fails_with("gamma_s_per_byte = -1\n", "gamma_s_per_byte must be a finite number >= 0"));
+  CHECK(fails_with("alpha_s = 1e-5x\n", "alpha_s must be"));
+  {
+    std::ofstream out(path);
+    out << "  # only alpha\nalpha_s = 3e-6  # comment\n";
+  }
+  CHECK(read_cost_model(path).alpha_s == Approx(3e-6));
+  CHECK(read_cost_model(path).beta_s_per_byte == AllreduceCostModel{}.beta_s_per_byte);
+  std::remove(path.c_str());
+  CHECK_THROWS_AS(read_cost_model(path), std::runtime_error);
 }

@@ -6,13 +6,17 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "collectives/AllreduceTuning.h"
+#include "collectives/CostCalibration.h"
 #include "collectives/MpiCheck.h"
 #include "collectives/MpiCommunicator.h"
+#include "collectives/RabenseifnerAllreduce.h"
 #include "collectives/RingAllreduce.h"
 #include "support/mpi_test_util.h"
 
@@ -26,6 +30,7 @@ const AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing,
                                 AllreduceAlgo::kMpi,
                                 AllreduceAlgo::kParameterServer,
                                 AllreduceAlgo::kRecursiveDoubling,
+                                AllreduceAlgo::kRabenseifner,
                                 AllreduceAlgo::kAuto};
 
 // Rank r's value at index i: an integer in [-8, 8] (distinct per rank and index pattern).
@@ -105,7 +110,8 @@ TEST_CASE("the ring pipeline: tiny chunks, receive depths and the rd paths stay 
       MpiCommunicator comm(MPI_COMM_WORLD, options);
       for (std::size_t count :
            {std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{97}, std::size_t{1000}}) {
-        for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kParameterServer}) {
+        for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kParameterServer,
+                                   AllreduceAlgo::kRabenseifner}) {
           std::vector<float> data = filled(r, count);
           comm.allreduce(data, algo, true);
           const long bad = first_mismatch(data, n, true);
@@ -217,6 +223,85 @@ TEST_CASE("ring byte counters move 2(N-1)/N of the buffer, exactly for uneven se
   }
 }
 
+TEST_CASE("rab moves 2(p-1) vectors in all, plus two per folded pair, as rab_elements_sent says") {
+  const int n = test::world_size();
+  const int r = test::world_rank();
+  int pof2 = 1;
+  while (pof2 * 2 <= n) pof2 *= 2;
+  for (std::size_t chunk : {std::size_t{12}, std::size_t{65408}}) {
+    MpiCommunicatorOptions options;
+    options.tuning.ring_chunk_bytes = chunk;
+    options.tuning.ring_chunk_bytes_network = chunk;
+    MpiCommunicator comm(MPI_COMM_WORLD, options);
+    for (std::size_t count : {std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{100003}}) {
+      for (Compression c : {Compression::kNone, Compression::kBf16}) {
+        const std::uint64_t element = c == Compression::kNone ? 4 : 2;
+        const std::uint64_t sent0 = comm.bytes_sent();
+        const std::uint64_t received0 = comm.bytes_received();
+        std::vector<float> data = filled(r, count);
+        comm.allreduce(data, AllreduceAlgo::kRabenseifner, false, c);
+        const std::uint64_t d_sent = comm.bytes_sent() - sent0;
+        double totals[2] = {static_cast<double>(d_sent),
+                            static_cast<double>(comm.bytes_received() - received0)};
+        MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        const double expected =
+            static_cast<double>(element) * (2.0 * (pof2 - 1) + 2.0 * (n - pof2)) * count;
+        INFO("chunk " << chunk << " count " << count << " transport " << compression_name(c)
+                      << " rank " << r << " sent " << d_sent << " total " << totals[0]
+                      << " expected " << expected);
+        REQUIRE(all_ranks(d_sent == element * rab_elements_sent(count, n, r) &&
+                          totals[0] == expected && totals[1] == expected &&
+                          first_mismatch(data, n, false) < 0));
+      }
+    }
+  }
+}
+
+TEST_CASE("ring and rab order ranks node by node whatever the numbering") {
+  const int n = test::world_size();
+  const int r = test::world_rank();
+  for (int nodes : {1, 2, 3}) {
+    if (nodes > n) continue;
+    for (bool round_robin : {true, false}) {
+      MpiCommunicatorOptions options;
+      // Round robin: rank r on node r % nodes; blocks: ranks [k*b, (k+1)*b) on node k.
+      const int block = (n + nodes - 1) / nodes;
+      if (round_robin) options.round_robin_nodes = nodes;
+      else options.node_group_size = block;
+      const auto node_of = [&](int q) { return round_robin ? q % nodes : q / block; };
+      MpiCommunicator comm(MPI_COMM_WORLD, options);
+      std::vector<int> expected;
+      for (int m = 0; m < nodes; ++m)
+        for (int q = 0; q < n; ++q)
+          if (node_of(q) == m) expected.push_back(q);
+      const std::vector<int> order = comm.ring_order();
+      int crossings = 0;  // ring links between two nodes: one per node when there are several
+      for (int i = 0; i < n; ++i) crossings += node_of(order[i]) != node_of(order[(i + 1) % n]);
+      // The algorithms follow the order: what a rank sends depends on its place in it
+      // (uneven segments: 1001 elements do not split evenly for n = 2..5 except 1001 % n).
+      const int place = static_cast<int>(std::find(order.begin(), order.end(), r) - order.begin());
+      bool exact = true;
+      for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kRabenseifner}) {
+        std::vector<float> data = filled(r, 1001);
+        const std::uint64_t sent0 = comm.bytes_sent();
+        comm.allreduce(data, algo, false);
+        const std::uint64_t expected = 4 * (algo == AllreduceAlgo::kRing
+                                                ? ring_elements_sent(1001, n, place)
+                                                : rab_elements_sent(1001, n, place));
+        exact = exact && first_mismatch(data, n, false) < 0 &&  // exact: the same everywhere
+                comm.bytes_sent() - sent0 == expected;
+      }
+      int used_nodes = 0;  // nodes that hold a rank
+      for (int m = 0; m < nodes; ++m)
+        used_nodes += std::count_if(expected.begin(), expected.end(),
+                                    [&](int q) { return node_of(q) == m; }) > 0;
+      INFO("nodes " << nodes << " round robin " << round_robin << " crossings " << crossings);
+      REQUIRE(all_ranks(order == expected && crossings == (used_nodes > 1 ? used_nodes : 0) &&
+                        exact));
+    }
+  }
+}
+
 TEST_CASE("parameter server traffic converges on rank 0") {
   MpiCommunicator comm(MPI_COMM_WORLD);
   const int n = comm.size();
@@ -248,4 +333,21 @@ TEST_CASE("MPI errors on the communicator come back as runtime_error with the MP
   REQUIRE(all_ranks(ok));
   CHECK_THROWS_AS(check_mpi(MPI_ERR_COUNT, "call", "file.cpp", 3), std::runtime_error);
   CHECK_NOTHROW(check_mpi(MPI_SUCCESS, "call", "file.cpp", 3));
+}
+
+TEST_CASE("calibration: positive finite parameters, the same on every rank") {
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  if (comm.size() < 2) {
+    REQUIRE_THROWS_AS(calibrate_cost_model(comm), std::invalid_argument);
+    return;
+  }
+  const AllreduceCostModel m = calibrate_cost_model(comm);
+  double values[3] = {m.alpha_s, m.beta_s_per_byte, m.gamma_s_per_byte};
+  double maxima[3];
+  MPI_Allreduce(values, maxima, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  bool ok = true;
+  for (int i = 0; i < 3; ++i)
+    ok = ok && std::isfinite(values[i]) && values[i] > 0 && values[i] == maxima[i] && values[i] < 1.0;
+  INFO("alpha " << m.alpha_s << " beta " << m.beta_s_per_byte << " gamma " << m.gamma_s_per_byte);
+  REQUIRE(all_ranks(ok));
 }

@@ -125,7 +125,8 @@ TEST_CASE("16-bit transports: exact for small integers with every algorithm that
     options.node_group_size = 2;
     MpiCommunicator comm(MPI_COMM_WORLD, options);
     for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kParameterServer,
-                               AllreduceAlgo::kHierarchical, AllreduceAlgo::kAuto}) {
+                               AllreduceAlgo::kHierarchical, AllreduceAlgo::kRabenseifner,
+                               AllreduceAlgo::kAuto}) {
       for (Compression c : {Compression::kBf16, Compression::kFp16}) {
         for (std::size_t count : {std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{1001}}) {
           for (bool mean : {false, true}) {
@@ -210,7 +211,8 @@ TEST_CASE("every algorithm and transport leaves bit-identical results on every r
     MpiCommunicator comm(MPI_COMM_WORLD, options);
     for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kHierarchical,
                                AllreduceAlgo::kMpi, AllreduceAlgo::kParameterServer,
-                               AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kAuto}) {
+                               AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kRabenseifner,
+                               AllreduceAlgo::kAuto}) {
       for (Compression c : kTransports) {
         const bool fp32_only =
             algo == AllreduceAlgo::kMpi || algo == AllreduceAlgo::kRecursiveDoubling;
@@ -244,7 +246,7 @@ TEST_CASE("rd and mpi refuse 16-bit transport on every rank, naming the choices"
     }
     INFO(message);
     REQUIRE(all_ranks(message.find("fp32 only") != std::string::npos &&
-                      message.find("ring, hier, ps or auto") != std::string::npos &&
+                      message.find("ring, hier, ps, rab or auto") != std::string::npos &&
                       data == std::vector<float>(10, 1.0f)));
   }
 }

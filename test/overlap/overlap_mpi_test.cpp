@@ -98,8 +98,10 @@ TEST_CASE("Overlap on and off bit-identical: mpi and ps (fp32 and bf16)", "[mpi_
   check_bit_identical({.algo = "ps", .compress = "bf16"});
 }
 
-TEST_CASE("Overlap on and off bit-identical: rd and auto", "[rd_auto]") {
+TEST_CASE("Overlap on and off bit-identical: rd, rab and auto", "[rd_auto]") {
   check_bit_identical({.algo = "rd"});
+  check_bit_identical({.algo = "rab"});
+  check_bit_identical({.algo = "rab", .compress = "bf16"});
   check_bit_identical({.algo = "auto"});
 }
 

@@ -48,7 +48,7 @@ TEST_CASE("N ranks x batch B equal 1 rank x batch N*B after 50 steps") {
   MpiCommunicator world(MPI_COMM_WORLD);
   const int n = world.size();
   constexpr int kBatch = 8;
-  for (const char* algo : {"ring", "mpi", "ps", "rd"}) {
+  for (const char* algo : {"ring", "mpi", "ps", "rd", "rab"}) {
     TrainConfig distributed = small_config(fmt::format("equiv_{}", algo), kBatch);
     distributed.allreduce = algo;
     Trainer parallel(distributed, world);

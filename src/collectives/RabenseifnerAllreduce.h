@@ -1,0 +1,38 @@
+// `rab`: Rabenseifner's all-reduce (Thakur, Rabenseifner & Gropp 2005, section 4.5):
+// reduce-scatter by recursive halving, all-gather by recursive doubling, pipelined in
+// chunks like the ring, with an fp32 or 16-bit (bf16 / fp16) transport.
+//
+// Each of p = 2^k ranks sends and receives 2(p-1)/p of the vector, like the ring, in
+// 2 log2 p rounds instead of 2(p-1): the ring's bandwidth at rd's latency.
+#pragma once
+
+#include "collectives/Mpi.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "collectives/AllreduceScratch.h"
+#include "collectives/Communicator.h"
+#include "collectives/TrafficStats.h"
+
+namespace ringtrain {
+
+// data <- (sum over the ranks of `comm`) * scale, in place. Every message is at most
+// `chunk_bytes` on the wire (keep it below the TCP eager limit across hosts). Every rank
+// passes the same data.size(), scale and compression and ends with bit-identical data.
+// Not a power of two: the first 2*rem ranks (rem = N - 2^k) fold in pairs, which sends
+// the whole vector once from each even rank of them and back at the end (a limitation:
+// those links carry n + 2(p-1)/p n instead of 2(N-1)/N n).
+// `order` lists the ranks of comm node by node (empty: rank order): rab numbers the ranks
+// by their place in it, so the nearest partners share a node.
+void rabenseifner_allreduce(MPI_Comm comm, std::span<float> data, float scale,
+                            Compression compression, std::size_t chunk_bytes,
+                            std::span<const int> order, AllreduceScratch& scratch,
+                            TrafficStats& stats);
+
+// Payload elements the rank at place `rank` of the order of `ranks` sends in one call of `count` elements (times
+// 4 bytes for fp32 transport, 2 for 16-bit); fp16's range agreement not included.
+std::uint64_t rab_elements_sent(std::size_t count, int ranks, int rank);
+
+}  // namespace ringtrain
