@@ -16,6 +16,7 @@
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
 #include "run/Evaluate.h"
+#include "run/StopSignals.h"
 #include "trace/Trace.h"
 #include "train/Trainer.h"
 
@@ -218,6 +219,9 @@ void Commands::add_train_distribution_options(CLI::App& t) {
                 "parallel); 0 is synchronous, -1 unbounded")
       ->capture_default_str()
       ->check(CLI::Range(-1, 1 << 30));
+  t.add_option("--threads", c.threads,
+                "OpenMP threads per rank (default: OMP_NUM_THREADS when set, else the node's cores / the ranks on it)")
+      ->check(CLI::NonNegativeNumber);
   t.add_option("--straggler-ms", c.straggler_ms,
                 "Experiments: the last rank (in async mode a worker) sleeps this many milliseconds after each "
                 "gradient, an emulated slower node (0: off)")
@@ -373,12 +377,21 @@ int Commands::run_distributed(Communicator& comm) {
         });
     Trainer trainer(config, comm);
     const TrainResult r = trainer.run();
+    if (r.stopped_by == "signal") {
+      // The checkpoint is written (the stop note named it): "resume me", not "done".
+      if (comm.rank() == 0 && !config.quiet) {
+        fmt::print("stopped by a signal after {} steps; resume with --resume auto --run-dir {} (exit {})\n", r.steps,
+                   r.run_dir.string(), kExitStopped);
+      }
+      return kExitStopped;
+    }
     if (comm.rank() == 0 && !config.quiet) {
-      fmt::print("done: {} epochs, {} steps, {:.1f}s, test accuracy {:.4f}, test loss {:.4f}{}; run dir {}\n",
+      fmt::print("done: {} epochs, {} steps, {:.1f}s, test accuracy {:.4f}, test loss {:.4f}{}; run dir {}\n"
+                 "model: {} (ringtrain eval --checkpoint {})\n",
                  r.epochs_completed, r.steps, r.wall_s, r.final_test_accuracy, r.final_test_loss,
                  r.time_to_target_s ? fmt::format(", reached {} at {:.1f}s", config.target_accuracy, *r.time_to_target_s)
                                     : std::string(),
-                 r.run_dir.string());
+                 r.run_dir.string(), r.model.string(), r.model.string());
     }
     return 0;
   }

@@ -52,6 +52,8 @@ struct TrainConfig {
   std::string mode = "sync";         // sync (all-reduce) | async (parameter servers)
   int servers = 1;                   // async: ranks 0..servers-1 serve, the rest work
   int max_staleness = -1;            // async: SSP bound K in clocks; -1 unbounded, 0 synchronous
+  // OpenMP threads per rank; 0: OMP_NUM_THREADS if set, else the node's cores / its ranks.
+  int threads = 0;
   double straggler_ms = 0.0;         // the last rank sleeps this long per step (a straggler), either mode
 
   // Evaluation and logging.
