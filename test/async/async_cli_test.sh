@@ -90,7 +90,7 @@ sigterm)
   # Every rank gets the signal, as from a batch system.
   signal_ranks TERM $launcher || fail "no rank to signal"
   wait $launcher; code=$?
-  [[ $code -eq 0 ]] || { cat "$work/t.log"; fail "SIGTERM: exit $code"; }
+  [[ $code -eq 75 ]] || { cat "$work/t.log"; fail "SIGTERM: exit $code, expected 75 (stopped, resume me)"; }
   $py -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["stopped_by"]=="signal", s["stopped_by"]' \
     "$work/t/summary.json" || fail "summary does not say stopped by signal"
   ls "$work/t/checkpoints"/ckpt-*.rtck > /dev/null 2>&1 || fail "no checkpoint after SIGTERM"
