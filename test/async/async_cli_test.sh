@@ -12,8 +12,9 @@ work=$(mktemp -d /tmp/ringtrain_async_cli.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpi=(mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+# --log-every 1: the cases count step records to know how far a run has got.
 data=(--mode async --dataset synthetic --synthetic-shape 1x28x28 --synthetic-train 512 --synthetic-test 200
-      --model lenet5 --batch-size 16 --lr 0.02 --quiet)
+      --model lenet5 --batch-size 16 --lr 0.02 --log-every 1 --quiet)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # shellcheck source=../support/mpi_ranks.sh

@@ -18,8 +18,9 @@ work=$(mktemp -d /tmp/ringtrain_cli_test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpi=(mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+# --log-every 1: the cases count step records to know how far a run has got.
 data=(--dataset synthetic --synthetic-shape 1x28x28 --synthetic-train 512 --synthetic-test 200 --model lenet5
-      --batch-size 16 --lr 0.02 --quiet)
+      --batch-size 16 --lr 0.02 --log-every 1 --quiet)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # shellcheck source=../support/mpi_ranks.sh
@@ -349,6 +350,18 @@ usage)
   grep -q "train" "$work/help" || fail "--help does not list train"
   "$bin" train --help > "$work/help" || fail "train --help exited non-zero"
   grep -q -- "--allreduce" "$work/help" || fail "train --help does not list --allreduce"
+  # No CLI11 leftovers ({false} after negated flags, a validator's [-1 - 1073741824]), and
+  # the footer on exit codes, signals and threads.
+  ! grep -qE -- '\{false\}|\[-1 - ' "$work/help" || fail "train --help shows CLI11 leftovers: $(grep -E -- '\{false\}|\[-1 - ' "$work/help")"
+  for want in "^Exit status:" "^  75  stopped by a signal" "^Signals: SIGTERM" "^Threads: " "--threads INT" "--log-every INT=10"; do
+    grep -q -- "$want" "$work/help" || fail "train --help lacks '$want'"
+  done
+  # A run's config.json given to --config: exit 2, one line pointing at config.toml.
+  echo '{"epochs": 1}' > "$work/c.json"
+  "$bin" train --config "$work/c.json" > "$work/log" 2>&1
+  code=$?
+  [[ $code -eq 2 && $(wc -l < "$work/log") -eq 1 ]] && grep -q "JSON is not read.*config.toml" "$work/log" \
+    || { cat "$work/log" >&2; fail "--config x.json: exit $code"; }
   ;;
 tensorboard)
   # Resource samples come once a second, which a short run on an idle machine never reaches:
