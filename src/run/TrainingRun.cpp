@@ -131,7 +131,13 @@ void TrainingRun::choose_run_dir(std::string_view suffix) {
 }
 
 Json TrainingRun::base_config_json() const {
-  Json j = config.to_json();
+  // The data as loaded: the default directory, and the mean/std computed from the training
+  // set when no flag gave them (the checkpoint's config keeps the flags' values).
+  TrainConfig loaded = config;
+  loaded.data.data_dir = data.data_dir;
+  loaded.data.norm_mean = data.norm_mean;
+  loaded.data.norm_std = data.norm_std;
+  Json j = loaded.to_json();
   j.set("batch_size", config.batch_size);
   j.set("lr_effective", config.schedule.base_lr);
   j.set("eval_batch_size", config.eval_batch_size);

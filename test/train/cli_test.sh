@@ -158,6 +158,8 @@ for log in sys.argv[2:4]:
     assert abs(float(m[2]) - s["final_test_loss"]) <= 6e-5, (m[2], s["final_test_loss"])
     assert abs(float(m[3]) - s["final_test_accuracy"]) <= 6e-5, (m[3], s["final_test_accuracy"])
 assert s["threads_per_rank"] == cfg["threads_per_rank"] == 2 and cfg["threads_from"] == "--threads", cfg
+# config.json holds the data as loaded: the mean/std computed from the training set.
+assert len(cfg["mean"]) == len(cfg["std"]) == 1 and cfg["std"][0] > 0 and cfg["data_dir"] == "", cfg
 PY
   # 2 ranks x 2 threads on a host with fewer than 4 cores: one warning, from the node's first rank.
   if (( $(nproc --all) < 4 )); then
@@ -172,6 +174,11 @@ PY
     || fail "OMP_NUM_THREADS=3 did not set the threads"
   env -u OMP_NUM_THREADS mpirun --oversubscribe --bind-to none -np 1 "$bin" train "${data[@]}" --max-steps 1 \
     --run-dir "$work/auto" || fail "run without OMP_NUM_THREADS failed"
+  # Fashion-MNIST (when installed): config.json names the default directory it was read from.
+  if [[ -d /usr/share/datasets/fashion-mnist ]]; then
+    "$bin" train --model logreg --max-steps 1 --quiet --run-dir "$work/fm" || fail "Fashion-MNIST run failed"
+    [[ $(json_get "$work/fm" data_dir) == /usr/share/datasets/fashion-mnist ]] || fail "config.json data_dir: $(json_get "$work/fm" data_dir)"
+  fi
   want=$($py -c 'import os; print(max(1, min(os.cpu_count(), len(os.sched_getaffinity(0)))))')
   [[ $(json_get "$work/auto" threads_per_rank) == "$want" ]] || fail "default threads: $(json_get "$work/auto" threads_per_rank), expected $want"
   OMP_NUM_THREADS=two "$bin" train "${data[@]}" --max-steps 1 --run-dir "$work/bad" > "$work/bad.log" 2>&1
