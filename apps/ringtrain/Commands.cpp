@@ -402,6 +402,8 @@ int Commands::run_distributed(Communicator& comm) {
       if (comm.rank() == 0 && !config.quiet) {
         fmt::print("stopped by a signal after {} steps; resume with --resume auto --run-dir {} (exit {})\n", r.steps,
                    r.run_dir.string(), kExitStopped);
+        // Before the exit status reaches mpirun, which then ends the ranks still exiting.
+        std::fflush(stdout);
       }
       return kExitStopped;
     }
