@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libopenmpi-dev openmpi-bin
-  libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libcli11-dev catch2 zlib1g-dev libfmt-dev
+  libdnnl-dev ocl-icd-opencl-dev libcli11-dev catch2 zlib1g-dev libfmt-dev
   dataset-fashion-mnist
   python3 python3-matplotlib procps
   # Tests only: decoding TensorBoard event files with the real protobuf library and

@@ -16,6 +16,7 @@
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
 #include "run/Evaluate.h"
+#include "run/StopSignals.h"
 #include "trace/Trace.h"
 #include "train/Trainer.h"
 
@@ -59,6 +60,19 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
+constexpr const char* kTrainFooter = R"(
+Exit status:
+  0   finished: the model is in <run-dir>/model.rtck (ringtrain eval --checkpoint <run-dir>/model.rtck)
+  75  stopped by a signal after writing its checkpoint: resume with --resume auto (same --run-dir)
+  1   runtime error (every rank says which)     2   usage error (a flag, a config file)
+  128+N  killed by signal N before training started (a stop then would have nothing to save)
+Signals: SIGTERM, SIGINT or SIGUSR2 stop the run after the current step with a checkpoint in
+  --checkpoint-dir. Under mpirun send them to the ranks, or SIGTERM to scripts/mpirun/run.sh
+  (it passes SIGUSR2 to mpirun, which forwards it at once; mpirun delays a SIGTERM by 1 s).
+Threads: OpenMP threads per rank = --threads, else OMP_NUM_THREADS, else the node's cores / the
+  ranks on it (from MPI); the start line shows them, and a node whose ranks x threads exceed its
+  cores gets a warning.)";
+
 }  // namespace
 
 Commands::Commands(CLI::App& app) {
@@ -91,7 +105,9 @@ void Commands::add_data_options(CLI::App& sub, DatasetConfig& data, std::string&
                  "Per-channel mean of x/255 to normalise with, e.g. 0.4914,0.4822,0.4465 (default: from the "
                  "training set)");
   sub.add_option("--std", text.second, "Per-channel std of x/255 to normalise with (default: from the training set)");
-  sub.add_flag("!--no-normalize", data.normalize, "Feed x/255 without mean/std normalisation");
+  // A callback rather than CLI11's negated flag ("!--no-..."), whose help shows "{false}".
+  sub.add_flag_callback("--no-normalize", [&data] { data.normalize = false; },
+                        "Feed x/255 without mean/std normalisation");
 }
 
 DatasetConfig Commands::resolve_data(DatasetConfig data, const std::string& synthetic_shape) {
@@ -124,6 +140,7 @@ void Commands::add_train(CLI::App& app) {
   add_train_distribution_options(*t);
   add_train_checkpoint_options(*t);
   add_train_logging_options(*t);
+  t->footer(kTrainFooter);
 }
 
 // --help shows each group under its own heading (CLI11's option group names).
@@ -217,7 +234,10 @@ void Commands::add_train_distribution_options(CLI::App& t) {
                 "async: a worker waits while it is more than K steps ahead of the slowest (stale-synchronous "
                 "parallel); 0 is synchronous, -1 unbounded")
       ->capture_default_str()
-      ->check(CLI::Range(-1, 1 << 30));
+      ->check(CLI::Range(-1, 1 << 30).description(""));
+  t.add_option("--threads", c.threads,
+                "OpenMP threads per rank (default: OMP_NUM_THREADS when set, else the node's cores / the ranks on it)")
+      ->check(CLI::NonNegativeNumber);
   t.add_option("--straggler-ms", c.straggler_ms,
                 "Experiments: the last rank (in async mode a worker) sleeps this many milliseconds after each "
                 "gradient, an emulated slower node (0: off)")
@@ -260,7 +280,10 @@ void Commands::add_train_logging_options(CLI::App& t) {
   TrainConfig& c = train_config_;
   t.option_defaults()->group("Logging and evaluation");
   t.add_option("--eval-every", c.eval_every, "Evaluate every N epochs (0: only at the end)")->capture_default_str();
-  t.add_option("--log-every", c.log_every, "Steps per timing record in rank-<r>.jsonl")->capture_default_str();
+  t.add_option("--log-every", c.log_every,
+                "Steps per timing record in rank-<r>.jsonl and TensorBoard point (each sums its steps' phases; "
+                "1: every step, for a per-step trace; the default keeps a 10-epoch LeNet-5 run's logs near 1 MB)")
+      ->capture_default_str();
   t.add_option("--run-dir", c.run_dir, "Run directory (default: runs/<time>-<model>-np<N>)");
   t.add_flag("--quiet", c.quiet, "No console output but errors");
   t.add_option("--progress", c.progress,
@@ -268,7 +291,8 @@ void Commands::add_train_logging_options(CLI::App& t) {
                 "stderr is a terminal (auto; under mpirun it never is)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "bar", "plain"}));
-  t.add_flag("!--no-tensorboard", c.tensorboard, "Write no TensorBoard event files (<run-dir>/tensorboard/)");
+  t.add_flag_callback("--no-tensorboard", [&c] { c.tensorboard = false; },
+                      "Write no TensorBoard event files (<run-dir>/tensorboard/)");
 }
 
 void Commands::add_eval(CLI::App& app) {
@@ -373,12 +397,23 @@ int Commands::run_distributed(Communicator& comm) {
         });
     Trainer trainer(config, comm);
     const TrainResult r = trainer.run();
+    if (r.stopped_by == "signal") {
+      // The checkpoint is written (the stop note named it): "resume me", not "done".
+      if (comm.rank() == 0 && !config.quiet) {
+        fmt::print("stopped by a signal after {} steps; resume with --resume auto --run-dir {} (exit {})\n", r.steps,
+                   r.run_dir.string(), kExitStopped);
+        // Before the exit status reaches mpirun, which then ends the ranks still exiting.
+        std::fflush(stdout);
+      }
+      return kExitStopped;
+    }
     if (comm.rank() == 0 && !config.quiet) {
-      fmt::print("done: {} epochs, {} steps, {:.1f}s, test accuracy {:.4f}, test loss {:.4f}{}; run dir {}\n",
+      fmt::print("done: {} epochs, {} steps, {:.1f}s, test accuracy {:.4f}, test loss {:.4f}{}; run dir {}\n"
+                 "model: {} (ringtrain eval --checkpoint {})\n",
                  r.epochs_completed, r.steps, r.wall_s, r.final_test_accuracy, r.final_test_loss,
                  r.time_to_target_s ? fmt::format(", reached {} at {:.1f}s", config.target_accuracy, *r.time_to_target_s)
                                     : std::string(),
-                 r.run_dir.string());
+                 r.run_dir.string(), r.model.string(), r.model.string());
     }
     return 0;
   }

@@ -5,6 +5,7 @@
 #include "ConfigFile.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 
@@ -33,6 +34,13 @@ void apply_config_file(CLI::App& sub, const std::string& path) {
   std::ifstream probe(path);
   if (!probe.good()) throw CLI::ConfigError(fmt::format("config file {}: cannot read it (missing?)", path));
   probe.close();
+  if (std::filesystem::path(path).extension() == ".json") {
+    // config.json is a run's resolved record (read by scripts), not options.
+    throw CLI::ConfigError(fmt::format(
+        "config file {}: JSON is not read; --config takes TOML/INI ('epochs = 5'), e.g. a run's own "
+        "<run-dir>/config.toml",
+        path));
+  }
   CLI::ConfigTOML reader;  // reads INI too ('=' or ':' separators, [sections])
   std::vector<CLI::ConfigItem> items;
   try {

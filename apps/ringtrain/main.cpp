@@ -1,6 +1,7 @@
 // ringtrain: the command line. Parses into config structs and calls src/; errors end every
 // rank (MPI_Abort) or, when every rank raised the same error, exit cleanly on all of them.
-// Exit codes: 0 ok, 1 runtime error, 2 usage.
+// Exit codes: 0 ok, 1 runtime error, 2 usage, 75 train stopped by a signal after its checkpoint
+// (kExitStopped, StopSignals.h).
 #include <algorithm>
 #include <cstdio>
 #include <exception>

@@ -75,7 +75,7 @@ when P exceeds the cores of a node. Exit codes: mpirun's, 2 for a usage error.
 
 Stopping: SIGTERM or SIGINT (Ctrl-C) to this script is passed to mpirun as SIGUSR2, which
 mpirun forwards to every rank at once; ringtrain stops inside its step, checkpoints the
-last completed step and exits 0.
+last completed step and exits 75 ("resume me": rerun with --resume auto), as does this script.
 EOF
 }
 
@@ -197,18 +197,6 @@ if ((ppn * nodes < np)); then
   die_usage "-np $np does not fit on $nodes node(s) x --ppn $ppn"
 fi
 ranks_per_node=$((ppn < np ? ppn : np))
-if [[ -n $hostfile ]]; then
-  # mpirun refuses a node whose slots= is below the ranks placed on it; say so up front.
-  min_slots=$(sed -e 's/#.*//' "$hostfile" |
-    awk 'NF { for (i = 2; i <= NF; i++) if ($i ~ /^slots=/) { split($i, a, "="); print a[2] } }' |
-    sort -n | head -n 1)
-  if [[ -n $min_slots ]] && ((min_slots < ranks_per_node)) &&
-    [[ " ${extra[*]} " != *" --oversubscribe "* ]]; then
-    echo "$prog: warning: hostfile '$hostfile' gives a node slots=$min_slots < $ranks_per_node" \
-      "ranks per node; mpirun will refuse unless you add --mpirun-arg --oversubscribe" >&2
-  fi
-fi
-
 if [[ -z $threads ]]; then
   threads=$(threads_per_rank "$ranks_per_node" "$cores")
 fi
@@ -217,6 +205,19 @@ oversubscribed=0
 if needs_oversubscribe "$ranks_per_node" "$cores"; then
   oversubscribed=1
 fi
+if [[ -n $hostfile ]]; then
+  # mpirun refuses a node whose slots= is below the ranks placed on it; say so up front,
+  # unless --oversubscribe is on the command line (added above, or by the caller).
+  min_slots=$(sed -e 's/#.*//' "$hostfile" |
+    awk 'NF { for (i = 2; i <= NF; i++) if ($i ~ /^slots=/) { split($i, a, "="); print a[2] } }' |
+    sort -n | head -n 1)
+  if [[ -n $min_slots ]] && ((min_slots < ranks_per_node)) &&
+    ((!oversubscribed)) && [[ " ${extra[*]} " != *" --oversubscribe "* ]]; then
+    echo "$prog: warning: hostfile '$hostfile' gives a node slots=$min_slots < $ranks_per_node" \
+      "ranks per node; mpirun will refuse unless you add --mpirun-arg --oversubscribe" >&2
+  fi
+fi
+
 if ((ranks_per_node * threads > cores)); then
   bind=0  # binding would put two ranks' threads on one core or fail in mpirun
 fi
@@ -284,7 +285,7 @@ fi
 export OMP_NUM_THREADS="$threads"
 # A SIGTERM or SIGINT to this script (kill, Ctrl-C, a scheduler) becomes SIGUSR2 to mpirun,
 # which forwards it to every rank at once: ringtrain stops inside the step, writes its
-# checkpoint and exits 0, and so does this script. (mpirun's own handling of SIGTERM sends
+# checkpoint and exits 75, and so does this script. (mpirun's own handling of SIGTERM sends
 # the ranks SIGCONT, their SIGTERM only odls_base_sigkill_timeout seconds later and SIGKILL
 # as long again, and exits 1. A Ctrl-C in a terminal reaches mpirun too, so the ranks still
 # stop at once with their checkpoint, but the exit status is then mpirun's 1.)

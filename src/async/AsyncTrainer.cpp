@@ -120,10 +120,10 @@ void AsyncTrainer::State::announce() {
   if (!root() || global_step != 0 || tickets_done != 0) return;
   progress->note(fmt::format(
       "ringtrain: {} on {} ({} train / {} test, {}), async: {} server(s) + {} worker(s) x batch {}, max staleness "
-      "{}, {} params, run dir {}",
+      "{}, {} params, {}",
       config.model, config.data.name, data.train->size(), data.test->size(), data.train->shape().str(), servers,
       workers, config.batch_size, config.max_staleness < 0 ? std::string("unbounded") : std::to_string(config.max_staleness),
-      model_->num_params(), run_dir.string()));
+      model_->num_params(), placement()));
 }
 
 void AsyncTrainer::State::setup_local() {

@@ -74,9 +74,7 @@ void AsyncTrainer::State::maybe_resume() {
   }
 }
 
-double AsyncTrainer::State::save_checkpoint() {
-  const auto t0 = Clock::now();
-  gather_model();
+TrainingRun::LoopCheckpoint AsyncTrainer::State::checkpoint_data() {
   // The optimizer state in the sync layout: slot k of the whole vector is the servers'
   // slot-k shards side by side.
   std::vector<float> state(root() ? state_slots * model_->num_params() : 0);
@@ -98,8 +96,9 @@ double AsyncTrainer::State::save_checkpoint() {
       }
     }
   }
+  LoopCheckpoint ck{{epoch, tickets_done / tickets_per_update(), global_step}, {}};
   if (root()) {
-    const LoopPosition at{epoch, tickets_done / tickets_per_update(), global_step};
+    const LoopPosition& at = ck.at;
     Json meta = checkpoint_meta(config, *model_, world,
                                 {at, epoch_totals, elapsed(), optimizer_name, server->optimizer_steps(),
                                  schedule->lr(static_cast<double>(epoch)), last_test_accuracy});
@@ -109,11 +108,9 @@ double AsyncTrainer::State::save_checkpoint() {
     meta.set("max_staleness", config.max_staleness);
     meta.set("server_updates", global_step);
     meta.set("tickets_done", tickets_done);
-    const CheckpointData ck = checkpoint_of(*model_, state, std::move(meta));
-    last_checkpoint = write_checkpoint(ck, config, checkpoint_dir, at, *log, [this] { return elapsed(); }, t0);
+    ck.data = checkpoint_of(*model_, state, std::move(meta));
   }
-  last_checkpoint = broadcast_string(comm, last_checkpoint.string(), 0);
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+  return ck;
 }
 
 void AsyncTrainer::State::record_worker(const WorkerRecord& r) {

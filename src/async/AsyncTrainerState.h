@@ -75,7 +75,7 @@ struct AsyncTrainer::State : TrainingRun {
   // TrainingRun's hooks: every rank gets the servers' parameters and the workers' mean
   // buffers; a checkpoint in the sync layout plus the async position.
   void gather_model() override;
-  double save_checkpoint() override;
+  LoopCheckpoint checkpoint_data() override;
 
   void maybe_resume();
   void record_worker(const WorkerRecord& r);

@@ -45,6 +45,7 @@ void TrainConfig::validate() const {
   require(checkpoint_every_steps >= 0, "--checkpoint-every-steps must be >= 0");
   require(keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
   require(mode == "sync" || mode == "async", fmt::format("--mode must be sync or async (got '{}')", mode));
+  require(threads >= 0, fmt::format("--threads must be >= 0 (0: automatic; got {})", threads));
   require(straggler_ms >= 0.0, fmt::format("--straggler-ms must be >= 0 (got {})", straggler_ms));
   require(servers >= 1, fmt::format("--servers must be >= 1 (got {})", servers));
   require(max_staleness >= -1, fmt::format("--max-staleness must be >= 0, or -1 for unbounded (got {})", max_staleness));

@@ -38,8 +38,10 @@ ImageDataset& as_image_dataset(Dataset& d) {
 
 DatasetSplits read_splits(const DatasetConfig& config) {
   DatasetSplits splits;
+  std::string dir = config.data_dir;
   if (config.name == "fashion-mnist") {
-    splits = load_idx_dataset(config.data_dir.empty() ? kFashionMnistDir : config.data_dir,
+    if (dir.empty()) dir = kFashionMnistDir;
+    splits = load_idx_dataset(dir,
                               {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
                                "Ankle boot"});
   } else if (config.name == "mnist") {
@@ -85,7 +87,10 @@ DatasetSplits load_dataset(const DatasetConfig& config) {
     }
     train.set_normalization(mean, std);
     test.set_normalization(mean, std);
+    splits.norm_mean = std::move(mean);
+    splits.norm_std = std::move(std);
   }
+  splits.data_dir = dir;
   train.set_augment(config.augment);
   test.set_augment(false);
   return splits;

@@ -48,6 +48,12 @@ struct DatasetConfig {
 struct DatasetSplits {
   std::unique_ptr<Dataset> train;
   std::unique_ptr<Dataset> test;
+  // What load_dataset used: the directory (the default filled in; empty for synthetic data)
+  // and the per-channel mean/std it normalised with (given, or computed from the training
+  // set; empty without normalisation).
+  std::string data_dir;
+  std::vector<float> norm_mean;
+  std::vector<float> norm_std;
 };
 
 // Loads the named dataset. Throws std::invalid_argument for an unknown name and

@@ -1,12 +1,11 @@
 // OverlapPolicy: --overlap auto from where the ranks run and what cores they have.
 #include "overlap/OverlapPolicy.h"
 
-#include <sched.h>
-
 #include <algorithm>
-#include <thread>
 
 #include <fmt/format.h>
+
+#include "common/Cores.h"
 
 namespace ringtrain {
 
@@ -24,11 +23,7 @@ OverlapPolicy OverlapPolicy::from(int ranks, int ranks_on_node, int threads_per_
 }
 
 OverlapPolicy OverlapPolicy::here(int ranks, int ranks_on_node, int threads_per_rank) {
-  const int host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const int affinity = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
-  return from(ranks, ranks_on_node, threads_per_rank, host_cores, affinity);
+  return from(ranks, ranks_on_node, threads_per_rank, host_cores(), affinity_cores());
 }
 
 std::string OverlapPolicy::why_off() const {

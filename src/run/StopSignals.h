@@ -11,6 +11,11 @@
 
 namespace ringtrain {
 
+// The exit status of `ringtrain train` stopped by a signal after its checkpoint: "resume
+// me" (BSD's EX_TEMPFAIL, "try again later"), distinct from 0 (finished), 1 (runtime
+// error), 2 (usage) and 128 + signal (a signal before training started, or SIGKILL).
+inline constexpr int kExitStopped = 75;
+
 // Blocks SIGTERM, SIGINT and SIGUSR2 in the calling thread, and so in every thread it starts from
 // then on (OpenMP workers, MPI's progress threads inherit the mask), and starts one thread
 // that takes them with sigwait() and sets the stop flag. Call it first in main(), before

@@ -19,6 +19,7 @@ struct TrainResult {
   std::string stopped_by;  // epochs | max_steps | target_accuracy | signal
   std::filesystem::path run_dir;
   std::filesystem::path last_checkpoint;
+  std::filesystem::path model;  // <run-dir>/model.rtck; empty when a signal stopped the run
 };
 
 }  // namespace ringtrain

@@ -1,13 +1,19 @@
 // What every training run does around its steps, whichever loop takes them (TrainingRun.h).
 #include "run/TrainingRun.h"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include <fmt/format.h>
 
 #include "checkpoint/CheckpointIo.h"
+#include "checkpoint/RunCheckpoint.h"
 #include "common/CollectiveError.h"
+#include "common/Cores.h"
 #include "run/Agreement.h"
 #include "run/Evaluate.h"
 #include "run/StopSignals.h"
@@ -63,6 +69,26 @@ void TrainingRun::identify() {
   rank = comm.rank();
   world = comm.size();
   hosts = comm.allgather(comm.host_name());
+  set_threads();
+}
+
+void TrainingRun::set_threads() {
+  threads_ = choose_threads(config.threads, std::getenv("OMP_NUM_THREADS"), comm.ranks_on_node(), host_cores(),
+                            affinity_cores());
+  // Before any OpenMP region (the model's init and oneDNN's primitives start the team).
+  omp_set_num_threads(threads_.threads);
+  // Once per node: from its first rank (by host name).
+  const auto first = std::find(hosts.begin(), hosts.end(), hosts[static_cast<std::size_t>(rank)]);
+  if (config.quiet || first - hosts.begin() != rank) return;
+  if (const auto warning = oversubscription_warning(comm.ranks_on_node(), threads_.threads, host_cores())) {
+    fmt::print(stderr, "ringtrain: [rank {}] warning: {} (threads from {})\n", rank, *warning, threads_.source);
+    std::fflush(stderr);
+  }
+}
+
+std::string TrainingRun::placement() const {
+  return fmt::format("{} thread(s) per rank, run dir {}, model -> {}", threads_.threads, run_dir.string(),
+                     model_path().string());
 }
 
 void TrainingRun::load_data_and_model() {
@@ -105,7 +131,13 @@ void TrainingRun::choose_run_dir(std::string_view suffix) {
 }
 
 Json TrainingRun::base_config_json() const {
-  Json j = config.to_json();
+  // The data as loaded: the default directory, and the mean/std computed from the training
+  // set when no flag gave them (the checkpoint's config keeps the flags' values).
+  TrainConfig loaded = config;
+  loaded.data.data_dir = data.data_dir;
+  loaded.data.norm_mean = data.norm_mean;
+  loaded.data.norm_std = data.norm_std;
+  Json j = loaded.to_json();
   j.set("batch_size", config.batch_size);
   j.set("lr_effective", config.schedule.base_lr);
   j.set("eval_batch_size", config.eval_batch_size);
@@ -114,6 +146,7 @@ Json TrainingRun::base_config_json() const {
   for (const auto& h : hosts) hs.push(h);
   j.set("hosts", std::move(hs));
   j.set("threads_per_rank", threads_per_rank());
+  j.set("threads_from", threads_.source);
   j.set("input_shape", data.train->shape().str());
   j.set("classes", data.train->classes());
   j.set("train_samples", data.train->size());
@@ -165,6 +198,30 @@ bool TrainingRun::checkpoint_due_after_epoch(int epochs_done, std::int64_t globa
   // a signal's stop has written its own.
   return config.checkpoint_every > 0 && epochs_done % config.checkpoint_every == 0 &&
          !checkpoint_due_after_step(global_step) && result.stopped_by != "signal";
+}
+
+double TrainingRun::save_checkpoint() {
+  const auto t0 = Clock::now();
+  gather_model();
+  const LoopCheckpoint ck = checkpoint_data();
+  if (root()) {
+    last_checkpoint = write_checkpoint(ck.data, config, checkpoint_dir, ck.at, *log, [this] { return elapsed(); }, t0);
+  }
+  last_checkpoint = broadcast_string(comm, last_checkpoint.string(), 0);
+  return seconds_since(t0);
+}
+
+void TrainingRun::save_model(std::int64_t global_step) {
+  // The final evaluation gathered the model at this step; gathering again would average
+  // the buffers a second time (not always bit-identical).
+  if (last_eval_step != global_step) gather_model();
+  const LoopCheckpoint ck = checkpoint_data();
+  if (root()) {
+    const std::size_t bytes = Checkpoint::write(model_path(), Checkpoint::serialize(ck.data));
+    log->record(Json(Json::Object{{"type", "model"}, {"t", elapsed()}, {"step", global_step},
+                                  {"bytes", bytes}, {"path", model_path().string()}}));
+  }
+  result.model = model_path();
 }
 
 double TrainingRun::checkpoint_now() {
@@ -257,6 +314,7 @@ void TrainingRun::finish(int epoch, std::int64_t global_step) {
   result.final_test_accuracy = last_test_accuracy;
   result.wall_s = elapsed();
   result.last_checkpoint = last_checkpoint;
+  if (result.stopped_by != "signal") save_model(global_step);
 }
 
 void TrainingRun::record_event(const std::string& message) {
@@ -317,6 +375,7 @@ Json TrainingRun::summary_head(double images) const {
   j.set("mode", config.mode);
   j.set("world_size", world);
   j.set("batch_size", config.batch_size);
+  j.set("threads_per_rank", threads_.threads);
   j.set("wall_s", result.wall_s);
   j.set("images_per_s", result.wall_s > 0 ? images / result.wall_s : 0.0);
   j.set("final_train_loss", result.final_train_loss);
@@ -328,6 +387,7 @@ Json TrainingRun::summary_head(double images) const {
   j.set("target_accuracy", config.target_accuracy);
   j.set("stopped_by", result.stopped_by);
   j.set("last_checkpoint", result.last_checkpoint.string());
+  j.set("model_file", result.model.string());
   return j;
 }
 

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "collectives/Communicator.h"
+#include "checkpoint/Checkpoint.h"
+#include "common/Cores.h"
 #include "common/Json.h"
 #include "common/LoopPosition.h"
 #include "config/TrainConfig.h"
@@ -46,11 +48,16 @@ class TrainingRun {
   // ---- What the loop supplies.
   // Every rank ends up holding the parameters and the (mean) buffers to evaluate with.
   virtual void gather_model() = 0;
-  // Writes a checkpoint of where the loop stands (collective; rank 0 writes); returns seconds.
-  virtual double save_checkpoint() = 0;
+  // What a checkpoint of where the loop stands holds, once gather_model() has run
+  // (collective; `data` is filled on rank 0 only).
+  struct LoopCheckpoint {
+    LoopPosition at;
+    CheckpointData data;
+  };
+  virtual LoopCheckpoint checkpoint_data() = 0;
 
   // ---- Set-up, in this order.
-  // Rank, world and hosts; call before anything else.
+  // Rank, world, hosts and the OpenMP threads per rank (set_threads); call before anything else.
   void identify();
   // The dataset (config.data), the model initialised from the seed, the LR schedule, after
   // the checks every mode makes of the configuration.
@@ -83,6 +90,10 @@ class TrainingRun {
   bool checkpoint_due_after_epoch(int epochs_done, std::int64_t global_step) const;
   // save_checkpoint(), its seconds counted; returns them.
   double checkpoint_now();
+  // The start line's end: threads per rank, run directory, where the model will be saved.
+  std::string placement() const;
+  // <run-dir>/model.rtck, where a finished run keeps its model (TrainResult::model).
+  std::filesystem::path model_path() const { return run_dir / "model.rtck"; }
 
   // The end of epoch `epoch` (0-based) at `global_step`: the epoch's train figures, the
   // evaluation when due (every --eval-every epochs, the last epoch, a stopping run, or any
@@ -92,7 +103,7 @@ class TrainingRun {
   // The run stopped inside epoch `epoch`: says so when a signal stopped it.
   void note_stopped_mid_epoch(int epoch, std::int64_t global_step) const;
   // After the loop: the final evaluation if the last step was not evaluated (--max-steps),
-  // and result's figures.
+  // result's figures, and unless a signal stopped the run, model_path() (collective).
   void finish(int epoch, std::int64_t global_step);
 
   // An event record in rank-<r>.jsonl.
@@ -143,7 +154,18 @@ class TrainingRun {
   // gather_model(), then the test set's loss and accuracy into last_*; returns seconds.
   double evaluate_now(std::int64_t global_step);
   void final_evaluation(int epoch, std::int64_t global_step);
+  // gather_model() and checkpoint_data() into checkpoint_dir (pruned, logged) on rank 0;
+  // every rank gets its path in last_checkpoint. Returns seconds.
+  double save_checkpoint();
+  // The final model, as a checkpoint (resumable, and what eval, inspect and export read),
+  // written by rank 0 as model_path().
+  void save_model(std::int64_t global_step);
 
+  // --threads, else OMP_NUM_THREADS, else this rank's share of the node's cores (Cores.h),
+  // applied with omp_set_num_threads; warns once per node when the node is oversubscribed.
+  void set_threads();
+
+  ThreadChoice threads_;
   Clock::time_point train_start_;
   Clock::time_point epoch_start_;
   double epoch_seconds_before_ = 0.0;

@@ -109,12 +109,12 @@ void Trainer::State::announce() {
   if (!root()) return;
   if (pos.global_step == 0) {
     progress->note(fmt::format("ringtrain: {} on {} ({} train / {} test, {}), {} rank(s) x batch {}{}, {} params, "
-                               "all-reduce {}{}, run dir {}",
+                               "all-reduce {}{}, {}",
                                config.model, config.data.name, data.train->size(), data.test->size(),
                                data.train->shape().str(), world, config.batch_size,
                                config.accumulate > 1 ? fmt::format(" x accumulate {}", config.accumulate) : std::string(),
                                model_->num_params(), config.allreduce, overlap ? " overlapped with backward" : "",
-                               run_dir.string()));
+                               placement()));
   }
   if (config.overlap == "auto" && world > 1 && !overlap_policy.pays()) {
     progress->note(overlap_policy.why_off());

@@ -42,17 +42,15 @@ void Trainer::State::maybe_resume() {
   if (root()) fmt::print("ringtrain: resume: {}\n", path);
 }
 
-double Trainer::State::save_checkpoint() {
-  gather_model();
-  const auto t0 = Clock::now();
+TrainingRun::LoopCheckpoint Trainer::State::checkpoint_data() {
+  LoopCheckpoint ck{pos, {}};
   if (root()) {
     Json meta = checkpoint_meta(config, *model_, world,
                                 {pos, epoch_totals, elapsed(), optimizer->name(), optimizer->steps_taken(),
                                  schedule->lr(static_cast<double>(pos.epoch)), last_test_accuracy});
-    const CheckpointData ck = checkpoint_of(*model_, optimizer->state(), std::move(meta));
-    last_checkpoint = write_checkpoint(ck, config, checkpoint_dir, pos, *log, [this] { return elapsed(); }, t0);
+    ck.data = checkpoint_of(*model_, optimizer->state(), std::move(meta));
   }
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+  return ck;
 }
 
 }  // namespace ringtrain

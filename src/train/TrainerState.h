@@ -63,7 +63,7 @@ struct Trainer::State : TrainingRun {
   // TrainingRun's hooks: the mean buffers (the parameters are alike everywhere), a
   // checkpoint of pos and the epoch's sums so far (TrainerCheckpoint.cpp).
   void gather_model() override;
-  double save_checkpoint() override;
+  LoopCheckpoint checkpoint_data() override;
 
   // Logs (TrainerSummary.cpp).
   void log_step(const StepResult& r, double lr, bool flush);

@@ -12,8 +12,9 @@ work=$(mktemp -d /tmp/ringtrain_async_cli.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpi=(mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+# --log-every 1: the cases count step records to know how far a run has got.
 data=(--mode async --dataset synthetic --synthetic-shape 1x28x28 --synthetic-train 512 --synthetic-test 200
-      --model lenet5 --batch-size 16 --lr 0.02 --quiet)
+      --model lenet5 --batch-size 16 --lr 0.02 --log-every 1 --quiet)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # shellcheck source=../support/mpi_ranks.sh
@@ -90,14 +91,25 @@ sigterm)
   # Every rank gets the signal, as from a batch system.
   signal_ranks TERM $launcher || fail "no rank to signal"
   wait $launcher; code=$?
-  [[ $code -eq 0 ]] || { cat "$work/t.log"; fail "SIGTERM: exit $code"; }
+  [[ $code -eq 75 ]] || { cat "$work/t.log"; fail "SIGTERM: exit $code, expected 75 (stopped, resume me)"; }
   $py -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["stopped_by"]=="signal", s["stopped_by"]' \
     "$work/t/summary.json" || fail "summary does not say stopped by signal"
   ls "$work/t/checkpoints"/ckpt-*.rtck > /dev/null 2>&1 || fail "no checkpoint after SIGTERM"
+  [[ ! -e $work/t/model.rtck ]] || fail "a run stopped by a signal wrote model.rtck"
   "${mpi[@]}" -np 3 "$bin" train "${data[@]}" --synthetic-train 8192 --epochs 3 --max-staleness 0 --run-dir "$work/t" \
     --resume auto > "$work/r.log" 2>&1 || { cat "$work/r.log"; fail "resume failed"; }
   $py -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["stopped_by"]=="epochs" and s["epochs_completed"]==3, s' \
     "$work/t/summary.json" || fail "the resumed run did not finish its epochs"
+  # The stopped run wrote no model.rtck; the finished one did, with the servers' final
+  # parameters: eval reads it back to the run's own final test figures.
+  "$bin" eval --checkpoint "$work/t/model.rtck" > "$work/eval.log" 2>&1 || { cat "$work/eval.log"; fail "eval of model.rtck"; }
+  $py - "$work/t/summary.json" "$work/eval.log" <<'PY' || fail "model.rtck does not hold the final model"
+import json, re, sys
+s = json.load(open(sys.argv[1]))
+m = re.search(r"loss ([0-9.]+), accuracy ([0-9.]+)", open(sys.argv[2]).read())
+assert s["model_file"].endswith("/model.rtck"), s["model_file"]
+assert abs(float(m[1]) - s["final_test_loss"]) <= 6e-5 and abs(float(m[2]) - s["final_test_accuracy"]) <= 6e-5, (m.groups(), s)
+PY
   ;;
 *)
   fail "unknown case $case_name"

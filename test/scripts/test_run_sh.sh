@@ -93,6 +93,10 @@ grep -q "slots=1 < 2 ranks per node" "$tmp/err" || fail "no warning for slots < 
 "$run" --dry-run --cores-per-node 4 -np 2 --ppn 1 --hostfile "$tmp/hosts1" train \
   >/dev/null 2>"$tmp/err"
 [[ ! -s $tmp/err ]] || fail "no warning expected when slots suffice: $(cat "$tmp/err")"
+# More ranks per node than cores: run.sh adds --oversubscribe itself, so no warning.
+line=$("$run" --dry-run --cores-per-node 1 -np 4 --ppn 2 --hostfile "$tmp/hosts1" train 2>"$tmp/err")
+expect_has "$line" "--oversubscribe"
+[[ ! -s $tmp/err ]] || fail "slots warning although run.sh added --oversubscribe: $(cat "$tmp/err")"
 
 # 5b. --opt=value is --opt value; a switch given a value is a usage error.
 line=$("$run" --dry-run --cores-per-node=4 --np=2 --threads=1 --env=HOME --mpirun-arg=--report-bindings \

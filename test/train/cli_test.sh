@@ -18,8 +18,9 @@ work=$(mktemp -d /tmp/ringtrain_cli_test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpi=(mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+# --log-every 1: the cases count step records to know how far a run has got.
 data=(--dataset synthetic --synthetic-shape 1x28x28 --synthetic-train 512 --synthetic-test 200 --model lenet5
-      --batch-size 16 --lr 0.02 --quiet)
+      --batch-size 16 --lr 0.02 --log-every 1 --quiet)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # shellcheck source=../support/mpi_ranks.sh
@@ -127,6 +128,63 @@ assert cfg["overlap_active"] is spare, (cfg["overlap_active"], cores, cfg["threa
 assert ("--overlap auto: off" in log) is not spare, log
 PY
   ;;
+model_threads)
+  # A finished run keeps its model as <run-dir>/model.rtck, which the end line names and
+  # eval reads back to the run's own final figures; threads per rank come from --threads,
+  # else OMP_NUM_THREADS, else the node's cores / its ranks, and show in the start line,
+  # config.json and summary.json.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]:0:${#data[@]}-1}" --progress plain --epochs 2 --threads 2 \
+    --run-dir "$work/m" > "$work/m.log" 2>&1 || { cat "$work/m.log" >&2; fail "training failed"; }
+  grep -q "2 thread(s) per rank, run dir $work/m, model -> $work/m/model.rtck" "$work/m.log" \
+    || { cat "$work/m.log" >&2; fail "start line without threads or model path"; }
+  grep -q "^model: $work/m/model.rtck (ringtrain eval --checkpoint $work/m/model.rtck)" "$work/m.log" \
+    || { cat "$work/m.log" >&2; fail "end line does not name model.rtck"; }
+  "$bin" eval --checkpoint "$work/m/model.rtck" > "$work/eval.log" 2>&1 || { cat "$work/eval.log" >&2; fail "eval of model.rtck"; }
+  "${mpi[@]}" -np 2 "$bin" eval --checkpoint "$work/m/model.rtck" > "$work/eval2.log" 2>&1 \
+    || { cat "$work/eval2.log" >&2; fail "eval of model.rtck under mpirun"; }
+  "$bin" inspect "$work/m/model.rtck" > "$work/inspect.json" || fail "inspect of model.rtck"
+  $py - "$work/m" "$work/eval.log" "$work/eval2.log" "$work/inspect.json" <<'PY' || fail "model.rtck or threads"
+import json, pathlib, re, sys
+d = pathlib.Path(sys.argv[1])
+s = json.loads((d / "summary.json").read_text())
+cfg = json.loads((d / "config.json").read_text())
+head = json.loads(open(sys.argv[4]).read())
+assert s["model_file"] == str(d / "model.rtck"), s["model_file"]
+assert head["global_step"] == s["steps"] == 32 and head["model"] == "lenet5", (head["global_step"], s["steps"])
+for log in sys.argv[2:4]:
+    m = re.search(r"(\d+) test samples, loss ([0-9.]+), accuracy ([0-9.]+)", open(log).read())
+    assert m and int(m[1]) == 200, open(log).read()
+    # eval prints 4 decimals of the same evaluation the run ended with.
+    assert abs(float(m[2]) - s["final_test_loss"]) <= 6e-5, (m[2], s["final_test_loss"])
+    assert abs(float(m[3]) - s["final_test_accuracy"]) <= 6e-5, (m[3], s["final_test_accuracy"])
+assert s["threads_per_rank"] == cfg["threads_per_rank"] == 2 and cfg["threads_from"] == "--threads", cfg
+# config.json holds the data as loaded: the mean/std computed from the training set.
+assert len(cfg["mean"]) == len(cfg["std"]) == 1 and cfg["std"][0] > 0 and cfg["data_dir"] == "", cfg
+PY
+  # 2 ranks x 2 threads on a host with fewer than 4 cores: one warning, from the node's first rank.
+  if (( $(nproc --all) < 4 )); then
+    [[ $(grep -c "warning: 2 rank(s) x 2 thread(s) on this node exceed its" "$work/m.log") -eq 1 ]] \
+      || { cat "$work/m.log" >&2; fail "no single oversubscription warning"; }
+  fi
+  json_get() { $py -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1/config.json" "$2"; }
+  # OMP_NUM_THREADS, when set, wins over the share of the cores; --threads over both.
+  mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=3 -np 1 "$bin" train "${data[@]}" --max-steps 1 \
+    --run-dir "$work/env" 2>/dev/null || fail "OMP_NUM_THREADS=3 run failed"
+  [[ $(json_get "$work/env" threads_per_rank) == 3 && $(json_get "$work/env" threads_from) == OMP_NUM_THREADS ]] \
+    || fail "OMP_NUM_THREADS=3 did not set the threads"
+  env -u OMP_NUM_THREADS mpirun --oversubscribe --bind-to none -np 1 "$bin" train "${data[@]}" --max-steps 1 \
+    --run-dir "$work/auto" || fail "run without OMP_NUM_THREADS failed"
+  # Fashion-MNIST (when installed): config.json names the default directory it was read from.
+  if [[ -d /usr/share/datasets/fashion-mnist ]]; then
+    "$bin" train --model logreg --max-steps 1 --quiet --run-dir "$work/fm" || fail "Fashion-MNIST run failed"
+    [[ $(json_get "$work/fm" data_dir) == /usr/share/datasets/fashion-mnist ]] || fail "config.json data_dir: $(json_get "$work/fm" data_dir)"
+  fi
+  want=$($py -c 'import os; print(max(1, min(os.cpu_count(), len(os.sched_getaffinity(0)))))')
+  [[ $(json_get "$work/auto" threads_per_rank) == "$want" ]] || fail "default threads: $(json_get "$work/auto" threads_per_rank), expected $want"
+  OMP_NUM_THREADS=two "$bin" train "${data[@]}" --max-steps 1 --run-dir "$work/bad" > "$work/bad.log" 2>&1
+  code=$?
+  [[ $code -eq 2 ]] && grep -q "OMP_NUM_THREADS='two'" "$work/bad.log" || { cat "$work/bad.log" >&2; fail "OMP_NUM_THREADS=two: exit $code"; }
+  ;;
 resume_sigterm)
   # Uninterrupted reference: 3 epochs, checkpoint at the end.
   "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 4096 --epochs 3 --checkpoint-every 3 \
@@ -146,7 +204,11 @@ resume_sigterm)
   (( steps >= 40 )) || { cat "$work/cut.log" >&2; fail "training did not get under way within 60 s"; }
   # The ranks only, not mpirun.
   signal_ranks TERM $launcher || fail "no rank to signal"
-  wait $launcher || { cat "$work/cut.log" >&2; fail "the signalled run did not exit cleanly"; }
+  wait $launcher
+  code=$?
+  # 75: stopped with a checkpoint, "resume me" (not 0, "done").
+  [[ $code -eq 75 ]] || { cat "$work/cut.log" >&2; fail "the signalled run exited $code, expected 75"; }
+  [[ ! -e $work/cut/model.rtck ]] || fail "a run stopped by a signal wrote model.rtck"
   cut_ckpt=$(ls "$work/cut/checkpoints"/ckpt-*.rtck | tail -1)
   [[ -n $cut_ckpt ]] || fail "no checkpoint written on SIGTERM"
   [[ $cut_ckpt != "$work/cut/checkpoints/$(basename "$ref")" ]] || fail "the run finished before the signal"
@@ -187,7 +249,7 @@ while time.monotonic() < deadline:
 PY
     wait $pid
     code=$?
-    [[ $code -eq 0 ]] || { cat "$work/s$i.log" >&2; fail "run $i under a SIGTERM storm exited $code"; }
+    [[ $code -eq 75 ]] || { cat "$work/s$i.log" >&2; fail "run $i under a SIGTERM storm exited $code, expected 75"; }
     ck=$(ls "$work/s$i/checkpoints"/ckpt-*.rtck 2>/dev/null | tail -1)
     [[ -n $ck ]] || fail "run $i: no checkpoint after the stop"
     "$bin" inspect "$ck" > /dev/null || fail "run $i: checkpoint $ck does not load"
@@ -198,7 +260,7 @@ sigterm_mpirun_slow)
   # SIGTERM to the launcher (kill, Slurm preemption) while steps take longer than Open MPI's
   # 1 s odls_base_sigkill_timeout: run.sh passes it to mpirun as SIGUSR2, which mpirun
   # forwards at once, and the ranks stop inside their step, checkpoint the last completed
-  # step and exit 0. (SIGTERM to a bare mpirun reaches the ranks only after that timeout,
+  # step and exit 75. (SIGTERM to a bare mpirun reaches the ranks only after that timeout,
   # SIGKILL follows as long after, and mpirun exits 1 whatever the ranks do.)
   run_sh=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts/mpirun" && pwd)/run.sh
   "$run_sh" --bin "$bin" -np 2 --threads 1 --no-bind -- train --model vgg11 --dataset synthetic \
@@ -214,7 +276,7 @@ sigterm_mpirun_slow)
   kill -TERM $launcher
   wait $launcher
   code=$?
-  [[ $code -eq 0 ]] || { cat "$work/slow.log" >&2; fail "SIGTERM to mpirun: exit $code, expected 0"; }
+  [[ $code -eq 75 ]] || { cat "$work/slow.log" >&2; fail "SIGTERM to mpirun: exit $code, expected 75"; }
   ck=$(ls "$work/slow/checkpoints"/ckpt-*.rtck 2>/dev/null | tail -1)
   [[ -n $ck ]] || { cat "$work/slow.log" >&2; fail "no checkpoint after SIGTERM to mpirun"; }
   $py - "$work/slow" "$("$bin" inspect "$ck")" <<'PY' || fail "checkpoint or summary after SIGTERM to mpirun"
@@ -295,11 +357,23 @@ usage)
   grep -q "train" "$work/help" || fail "--help does not list train"
   "$bin" train --help > "$work/help" || fail "train --help exited non-zero"
   grep -q -- "--allreduce" "$work/help" || fail "train --help does not list --allreduce"
+  # No CLI11 leftovers ({false} after negated flags, a validator's [-1 - 1073741824]), and
+  # the footer on exit codes, signals and threads.
+  ! grep -qE -- '\{false\}|\[-1 - ' "$work/help" || fail "train --help shows CLI11 leftovers: $(grep -E -- '\{false\}|\[-1 - ' "$work/help")"
+  for want in "^Exit status:" "^  75  stopped by a signal" "^Signals: SIGTERM" "^Threads: " "--threads INT" "--log-every INT=10"; do
+    grep -q -- "$want" "$work/help" || fail "train --help lacks '$want'"
+  done
+  # A run's config.json given to --config: exit 2, one line pointing at config.toml.
+  echo '{"epochs": 1}' > "$work/c.json"
+  "$bin" train --config "$work/c.json" > "$work/log" 2>&1
+  code=$?
+  [[ $code -eq 2 && $(wc -l < "$work/log") -eq 1 ]] && grep -q "JSON is not read.*config.toml" "$work/log" \
+    || { cat "$work/log" >&2; fail "--config x.json: exit $code"; }
   ;;
 tensorboard)
   # Resource samples come once a second, which a short run on an idle machine never reaches:
   # train until both ranks have one and two epochs are done, whatever the machine's speed,
-  # then stop the ranks with SIGTERM (a checkpoint, exit 0) mid-epoch.
+  # then stop the ranks with SIGTERM (a checkpoint, exit 75) mid-epoch.
   "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --synthetic-train 4096 --epochs 1000 --log-every 4 \
     --run-dir "$work/tb" > "$work/tb.log" 2>&1 &
   launcher=$!
@@ -311,7 +385,9 @@ tensorboard)
   for _ in $(seq 1 600); do ready && break; sleep 0.2; done
   ready || { kill -KILL $launcher; cat "$work/tb.log" >&2; fail "no resource records and 2 epochs within 120 s"; }
   signal_ranks TERM $launcher || fail "no rank to signal"
-  wait $launcher || { cat "$work/tb.log" >&2; fail "the signalled run did not exit cleanly"; }
+  wait $launcher
+  code=$?
+  [[ $code -eq 75 ]] || { cat "$work/tb.log" >&2; fail "the signalled run exited $code, expected 75"; }
   $py "$here/../tensorboard/tensorboard_check.py" "$work/tb" 2 || fail "event files do not match the logs"
   # The check can fail: one flipped payload byte is a CRC mismatch.
   cp -r "$work/tb" "$work/tb-bad"
