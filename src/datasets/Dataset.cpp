@@ -60,6 +60,7 @@ DatasetSplits read_splits(const DatasetConfig& config) {
     for (const auto& n : dataset_names()) { if (!names.empty()) names += ", "; names += n; }
     throw std::invalid_argument(fmt::format("unknown dataset '{}' (known: {})", config.name, names));
   }
+  splits.data_dir = dir;
   return splits;
 }
 
@@ -90,7 +91,6 @@ DatasetSplits load_dataset(const DatasetConfig& config) {
     splits.norm_mean = std::move(mean);
     splits.norm_std = std::move(std);
   }
-  splits.data_dir = dir;
   train.set_augment(config.augment);
   test.set_augment(false);
   return splits;
