@@ -73,6 +73,34 @@ struct Conv2d::ConvState : State {
   dnnl::reorder to_bwd_data_diff_dst, to_bwd_weights_diff_dst, to_bwd_weights_src;
 };
 
+namespace {
+
+// Backward-weights, first with the forward's src / diff_dst layouts (no activation
+// reorders) as long as oneDNN has a jit kernel for them; else nhwc, whose jit kernel beat
+// oneDNN's own pick where the forward layouts fail (LeNet's conv2, 6 input channels: 0.20
+// vs 0.47 ms per step for avx2 8-blocked, batch 64, one thread); else layouts of oneDNN's
+// choosing.
+dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(
+    const memory::desc& src_md, const memory::desc& dst_md, const memory::desc& w_any, const memory::desc& b_md,
+    const memory::dims& strides, const memory::dims& pad, const dnnl::convolution_forward::primitive_desc& fwd_pd) {
+  const auto& eng = fwd_pd.get_engine();
+  const auto type = src_md.data_type();
+  const memory::desc src_nhwc(src_md.dims(), type, tag::nhwc), dst_nhwc(dst_md.dims(), type, tag::nhwc);
+  const std::pair<memory::desc, memory::desc> candidates[] = {{src_md, dst_md}, {src_nhwc, dst_nhwc}};
+  for (const auto& [src, diff_dst] : candidates) {
+    const dnnl::convolution_backward_weights::desc fixed(dnnl::algorithm::convolution_direct, src, w_any, b_md,
+                                                         diff_dst, strides, pad, pad);
+    dnnl::convolution_backward_weights::primitive_desc pd(fixed, eng, fwd_pd, /*allow_empty=*/true);
+    if (pd && std::string(pd.impl_info_str()).rfind("jit", 0) == 0) return pd;
+  }
+  const memory::desc src_any(src_md.dims(), type, tag::any), dst_any(dst_md.dims(), type, tag::any);
+  const dnnl::convolution_backward_weights::desc any(dnnl::algorithm::convolution_direct, src_any, w_any, b_md,
+                                                     dst_any, strides, pad, pad);
+  return {any, eng, fwd_pd};
+}
+
+}  // namespace
+
 std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase phase, bool need_diff_src) {
   const Dims in = md_dims(in_md);
   const Dims out = out_shape(in);
@@ -105,26 +133,7 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
     // The layer's diff_dst is declared in the forward dst layout: the layers after a conv
     // (ReLU, pooling, BN) produce their diff_src in the layout of their forward src.
     s->diff_dst_md = s->dst_md;
-    // Backward-weights, first with the forward's src / diff_dst layouts (no activation
-    // reorders) as long as oneDNN has a jit kernel for them; else nhwc, whose jit kernel
-    // beat oneDNN's own pick where the forward layouts fail (LeNet's conv2, 6 input
-    // channels: 0.20 vs 0.47 ms per step for avx2 8-blocked, batch 64, one thread); else
-    // layouts of oneDNN's choosing.
-    dnnl::convolution_backward_weights::primitive_desc bww_pd;
-    const memory::desc src_nhwc(src_dims, f32, tag::nhwc), dst_nhwc(dst_dims, f32, tag::nhwc);
-    const std::pair<memory::desc, memory::desc> candidates[] = {{s->src_md, s->dst_md}, {src_nhwc, dst_nhwc}};
-    for (const auto& [src_md, diff_dst_md] : candidates) {
-      const dnnl::convolution_backward_weights::desc fixed(dnnl::algorithm::convolution_direct, src_md, w_any,
-                                                           bias_ ? b_md : no_md, diff_dst_md, strides, pad, pad);
-      bww_pd = dnnl::convolution_backward_weights::primitive_desc(fixed, eng, fwd_pd, /*allow_empty=*/true);
-      if (bww_pd && std::string(bww_pd.impl_info_str()).rfind("jit", 0) == 0) break;
-      bww_pd = {};
-    }
-    if (!bww_pd) {
-      const dnnl::convolution_backward_weights::desc any(dnnl::algorithm::convolution_direct, src_any, w_any,
-                                                         bias_ ? b_md : no_md, dst_any, strides, pad, pad);
-      bww_pd = dnnl::convolution_backward_weights::primitive_desc(any, eng, fwd_pd);
-    }
+    const auto bww_pd = backward_weights_pd(s->src_md, s->dst_md, w_any, bias_ ? b_md : no_md, strides, pad, fwd_pd);
     s->bwd_weights = dnnl::convolution_backward_weights(bww_pd);
     s->bwd_weights_src_md = bww_pd.src_desc();
     if (s->bwd_weights_src_md != s->src_md) {
