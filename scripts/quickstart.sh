@@ -40,4 +40,5 @@ cat <<EOF_DONE
 The trained model: $run_dir/model.rtck (its logs and metrics: $run_dir/).
 Evaluate it on the test set:   $build/apps/ringtrain eval --checkpoint $run_dir/model.rtck
 Its header:                    $build/apps/ringtrain inspect $run_dir/model.rtck
+As ONNX:                       $build/apps/ringtrain export --checkpoint $run_dir/model.rtck --onnx $run_dir/model.onnx
 EOF_DONE

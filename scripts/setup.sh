@@ -9,11 +9,15 @@ packages=(
   build-essential cmake pkg-config git
   libopenmpi-dev openmpi-bin
   libdnnl-dev ocl-icd-opencl-dev libcli11-dev catch2 zlib1g-dev libfmt-dev
+  # ringtrain export: ONNX's protobuf classes and the protobuf library they use.
+  libonnx-dev libprotobuf-dev
   dataset-fashion-mnist
   python3 python3-matplotlib procps
   # Tests only: decoding TensorBoard event files with the real protobuf library and
   # checking their CRC-32C with an independent implementation.
   python3-protobuf protobuf-compiler python3-crc32c
+  # Tests only: the exported ONNX files checked by onnx's checker, run by numpy.
+  python3-onnx python3-numpy
 )
 
 # --fuzz: also clang and its runtime libraries (libFuzzer, sanitizers) for scripts/fuzz.sh.

@@ -15,6 +15,7 @@
 #include "nn/Model.h"
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
+#include "export/OnnxExport.h"
 #include "run/Evaluate.h"
 #include "run/StopSignals.h"
 #include "trace/Trace.h"
@@ -316,6 +317,13 @@ void Commands::add_local(CLI::App& app) {
   inspect_ = app.add_subcommand("inspect", "Validate a checkpoint and print its header");
   inspect_->add_option("checkpoint", inspect_path_, "Checkpoint file")->required();
 
+  export_ = app.add_subcommand(
+      "export", fmt::format("Write a checkpoint's model as ONNX (opset {}): input (N, C, H, W) normalised as in "
+                            "training, output logits (N, classes); dropout as Identity, batch norm on running statistics",
+                            kOnnxOpset));
+  export_->add_option("--checkpoint", export_checkpoint_, "Checkpoint file, e.g. <run-dir>/model.rtck")->required();
+  export_->add_option("--onnx", export_onnx_, "Output file (written whole or not at all)")->required();
+
   trace_ = app.add_subcommand("trace", "Merge a run's rank logs into one Chrome trace (trace.json)");
   trace_->add_option("run_dir", trace_dir_, "Run directory")->required();
   trace_->add_option("-o,--output", trace_out_, "Output file (default: <run_dir>/trace.json)");
@@ -355,6 +363,14 @@ int Commands::run_local() {
   }
   if (inspect_->parsed()) {
     fmt::print("{}\n", describe_checkpoint(inspect_path_).dump(2));
+    return 0;
+  }
+  if (export_->parsed()) {
+    const Model model = load_model(export_checkpoint_);
+    write_onnx(model, export_onnx_);
+    const ImageShape in = model.input_shape();
+    fmt::print("wrote {}: {} ({} params), ONNX opset {}, input N x {}, output N x {} logits\n", export_onnx_,
+               model.name(), model.num_params(), kOnnxOpset, in.str(), model.classes());
     return 0;
   }
   if (trace_->parsed()) {

@@ -47,6 +47,7 @@ class Commands {
   CLI::App* datasets_ = nullptr;
   CLI::App* inspect_ = nullptr;
   CLI::App* trace_ = nullptr;
+  CLI::App* export_ = nullptr;
 
   TrainConfig train_config_;
   StallOptions stall_;
@@ -66,6 +67,8 @@ class Commands {
   std::string inspect_path_;
   std::string trace_dir_;
   std::string trace_out_;
+  std::string export_checkpoint_;
+  std::string export_onnx_;
 };
 
 }  // namespace ringtrain

@@ -14,6 +14,8 @@ class BatchNorm2d : public Layer {
 
   std::string kind() const override { return "batchnorm2d"; }
   std::string describe() const override;
+  int channels() const noexcept { return channels_; }
+  float eps() const noexcept { return eps_; }
   Dims out_shape(const Dims& in) const override;
   std::vector<ParamSpec> param_specs() const override;
   // running_mean (C) then running_var (C).

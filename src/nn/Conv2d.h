@@ -13,6 +13,12 @@ class Conv2d : public Layer {
 
   std::string kind() const override { return "conv2d"; }
   std::string describe() const override;
+  int in_channels() const noexcept { return in_channels_; }
+  int out_channels() const noexcept { return out_channels_; }
+  int kernel() const noexcept { return kernel_; }
+  int stride() const noexcept { return stride_; }
+  int padding() const noexcept { return padding_; }
+  bool has_bias() const noexcept { return bias_; }
   Dims out_shape(const Dims& in) const override;
   double flops_per_image(const Dims& in) const override;
   std::vector<ParamSpec> param_specs() const override;

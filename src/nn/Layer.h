@@ -53,6 +53,8 @@ class Layer {
   void bind_buffers(float* buffers) { buffers_ = buffers; }
   const std::vector<Tensor>& params() const noexcept { return params_; }
   const std::vector<Tensor>& grads() const noexcept { return grads_; }
+  // The layer's part of the model's buffer arena (num_buffers() floats; null if unbound).
+  const float* buffer_data() const noexcept { return buffers_; }
   // Initial values of the non-trained state (BatchNorm: mean 0, var 1).
   virtual void reset_buffers() {}
 

@@ -12,6 +12,9 @@ class Linear : public Layer {
 
   std::string kind() const override { return "linear"; }
   std::string describe() const override;
+  int in_features() const noexcept { return in_features_; }
+  int out_features() const noexcept { return out_features_; }
+  bool has_bias() const noexcept { return bias_; }
   Dims out_shape(const Dims& in) const override;
   double flops_per_image(const Dims& in) const override;
   std::vector<ParamSpec> param_specs() const override;

@@ -15,6 +15,11 @@ class LocalResponseNorm : public Layer {
 
   std::string kind() const override { return "lrn"; }
   std::string describe() const override;
+  // Across channels: dst = src / (k + alpha / size * sum of squares over size channels)^beta.
+  int size() const noexcept { return size_; }
+  float alpha() const noexcept { return alpha_; }
+  float beta() const noexcept { return beta_; }
+  float k() const noexcept { return k_; }
   Dims out_shape(const Dims& in) const override;
 
  protected:

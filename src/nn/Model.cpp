@@ -233,6 +233,12 @@ std::string Model::signature() const {
   return s;
 }
 
+std::size_t Model::num_layers() const noexcept { return impl_->layers.size(); }
+
+const Layer& Model::layer(std::size_t i) const { return *impl_->layers.at(i); }
+
+Dims Model::layer_input_dims(std::size_t i) const { return impl_->shapes.at(i); }
+
 double Model::flops_per_image() const {
   double f = 0.0;
   for (std::size_t i = 0; i < impl_->layers.size(); ++i) f += impl_->layers[i]->flops_per_image(impl_->shapes[i]);

@@ -13,6 +13,7 @@
 
 #include "common/ImageShape.h"
 #include "nn/ParamInfo.h"
+#include "nn/Tensor.h"
 
 namespace ringtrain {
 
@@ -65,6 +66,11 @@ class Model {
 
   // Multiply-adds x 2 for one forward pass of one image.
   double flops_per_image() const;
+
+  // The layers in forward order, and the activation dims (N = 1) entering layer i.
+  std::size_t num_layers() const noexcept;
+  const Layer& layer(std::size_t i) const;
+  Dims layer_input_dims(std::size_t i) const;
 
   // src: (n, C, H, W) float; labels: n ints in [0, classes). Runs the layers and the
   // softmax cross-entropy. noise_seed drives dropout (train phase only).

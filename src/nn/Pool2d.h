@@ -14,6 +14,10 @@ class Pool2d : public Layer {
 
   std::string kind() const override { return mode_ == Mode::kMax ? "maxpool2d" : "avgpool2d"; }
   std::string describe() const override;
+  bool is_max() const noexcept { return mode_ == Mode::kMax; }  // else average, padding included
+  int kernel() const noexcept { return kernel_; }
+  int stride() const noexcept { return stride_; }
+  int padding() const noexcept { return padding_; }
   Dims out_shape(const Dims& in) const override;
 
  protected:

@@ -69,6 +69,18 @@ EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& 
   return result;
 }
 
+Model load_model(const std::filesystem::path& checkpoint) {
+  const CheckpointData ck = Checkpoint::deserialize(Checkpoint::read_file(checkpoint), checkpoint.string());
+  ImageShape shape;
+  // validate_checkpoint_meta has checked the form CxHxW with positive sizes.
+  std::sscanf(ck.meta.at("input_shape").as_string().c_str(), "%dx%dx%d", &shape.channels, &shape.height, &shape.width);
+  Model model(ck.meta.at("model").as_string(), shape, static_cast<int>(ck.meta.at("classes").as_int()));
+  check_checkpoint_matches(ck, model, checkpoint.string());  // a CollectiveError is a std::runtime_error
+  std::copy(ck.params.begin(), ck.params.end(), model.params().begin());
+  std::copy(ck.buffers.begin(), ck.buffers.end(), model.buffers().begin());
+  return model;
+}
+
 Json describe_checkpoint(const std::filesystem::path& checkpoint) {
   const auto bytes = Checkpoint::read_file(checkpoint);
   const CheckpointData ck = Checkpoint::deserialize(bytes, checkpoint.string());

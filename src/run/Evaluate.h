@@ -7,6 +7,7 @@
 
 #include "collectives/Communicator.h"
 #include "datasets/Dataset.h"
+#include "nn/Model.h"
 #include "checkpoint/CheckpointMeta.h"
 #include "common/Json.h"
 
@@ -19,7 +20,6 @@ struct EvalResult {
   std::string model;
 };
 
-class Model;
 
 // Evaluates model on every sample of `test` exactly once across the ranks (each rank a
 // disjoint shard; sums all-reduced), so the result is identical on every rank and equal to
@@ -32,6 +32,11 @@ EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test,
 // Without `data`, the dataset the checkpoint was trained on (its config section).
 EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint,
                                const std::optional<DatasetConfig>& data, int batch_size);
+
+// The checkpoint's model with its parameters and running statistics, read by this process
+// alone (no MPI). Throws std::runtime_error naming the file for a missing, corrupt or
+// inconsistent checkpoint.
+Model load_model(const std::filesystem::path& checkpoint);
 
 // The checkpoint's metadata plus its section sizes, after full validation.
 Json describe_checkpoint(const std::filesystem::path& checkpoint);
