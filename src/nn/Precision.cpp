@@ -40,6 +40,10 @@ bool isa_has_native_bf16(dnnl::cpu_isa isa) noexcept {
   return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
 }
 
+dnnl::cpu_isa effective_isa() { return dnnl::get_effective_cpu_isa(); }
+
+std::string precision_refusal_here(Precision p) { return precision_refusal(p, effective_isa()); }
+
 std::string precision_refusal(Precision p, dnnl::cpu_isa isa) {
   if (p != Precision::kBf16 || isa_has_native_bf16(isa)) return {};
   return fmt::format(

@@ -25,8 +25,13 @@ std::string_view isa_name(dnnl::cpu_isa isa) noexcept;
 // True where oneDNN runs bf16 on native instructions (AVX512-BF16 or AMX), not emulated.
 bool isa_has_native_bf16(dnnl::cpu_isa isa) noexcept;
 
+// The ISA oneDNN dispatches to in this process (honours ONEDNN_MAX_CPU_ISA).
+dnnl::cpu_isa effective_isa();
+
 // Why precision p cannot run on a CPU whose effective oneDNN ISA is isa, as one line; empty
 // when it can. fp32 runs everywhere; bf16 needs native bf16, never a silent emulation.
 std::string precision_refusal(Precision p, dnnl::cpu_isa isa);
+// precision_refusal on this CPU.
+std::string precision_refusal_here(Precision p);
 
 }  // namespace ringtrain

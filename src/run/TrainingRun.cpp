@@ -87,11 +87,14 @@ void TrainingRun::set_threads() {
 }
 
 std::string TrainingRun::placement() const {
-  return fmt::format("{} thread(s) per rank, run dir {}, model -> {}", threads_.threads, run_dir.string(),
-                     model_path().string());
+  return fmt::format("{} compute, {} thread(s) per rank, run dir {}, model -> {}", config.precision,
+                     threads_.threads, run_dir.string(), model_path().string());
 }
 
 void TrainingRun::load_data_and_model() {
+  // Before the data: a CPU without native bf16 is refused at once (on every rank, agreed).
+  const Precision precision = parse_precision(config.precision);
+  if (const std::string why = precision_refusal_here(precision); !why.empty()) throw std::invalid_argument(why);
   if (config.eval_batch_size == 0) config.eval_batch_size = std::max(config.batch_size, 256);
   // The cosine schedule anneals over the whole run, whoever built the configuration.
   config.schedule.total_epochs = config.epochs;
@@ -99,6 +102,7 @@ void TrainingRun::load_data_and_model() {
   config.check_batch_memory(data.train->shape());  // sizes from flags, before any allocation
   model_ = std::make_unique<Model>(config.model, data.train->shape(), data.train->classes());
   model_->init(config.seed);
+  model_->set_precision(precision);
   schedule = std::make_unique<LrSchedule>(config.schedule);
 }
 
@@ -375,6 +379,7 @@ Json TrainingRun::summary_head(double images) const {
   j.set("mode", config.mode);
   j.set("world_size", world);
   j.set("batch_size", config.batch_size);
+  j.set("precision", config.precision);
   j.set("threads_per_rank", threads_.threads);
   j.set("wall_s", result.wall_s);
   j.set("images_per_s", result.wall_s > 0 ? images / result.wall_s : 0.0);
