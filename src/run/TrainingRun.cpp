@@ -47,6 +47,16 @@ std::string default_run_dir(const std::string& model, int world, std::string_vie
   return fmt::format("runs/{}-{}-np{}{}", stamp, model, world, suffix);
 }
 
+// The settings that tell runs apart, as a markdown table for TensorBoard's Text tab.
+std::string settings_markdown(const Json& config) {
+  std::string md = "| setting | value |\n|---|---|\n";
+  for (const char* key : {"model", "dataset", "precision", "world_size", "threads_per_rank", "batch_size",
+                          "global_batch_size", "optimizer", "lr", "allreduce", "compress", "mode", "seed"}) {
+    if (const Json* v = config.find(key)) md += fmt::format("| {} | {} |\n", key, v->is_string() ? v->as_string() : v->dump());
+  }
+  return md;
+}
+
 std::string epoch_line(const EpochMetrics& m, int epochs, double seconds) {
   return fmt::format("epoch {:>3}/{}  train loss {:.4f} acc {:.4f}  test loss {} acc {}  {:.1f}s  {:.0f} img/s",
                      m.epoch, epochs, m.train_loss, m.train_accuracy,
@@ -166,7 +176,11 @@ void TrainingRun::open_logs(bool append, bool tensorboard, const Json& config_js
   const std::string versions = root() ? versions_json(comm).dump() : std::string();
   run_agreed(comm, [&] {
     log = std::make_unique<RunLog>(run_dir, rank, root(), append);
-    if (tensorboard) log->add_sink(std::make_unique<TensorBoardLog>(run_dir, rank, world, append));
+    if (tensorboard) {
+      auto tb = std::make_unique<TensorBoardLog>(run_dir, rank, world, append);
+      if (!append) tb->text("run/config", settings_markdown(config_json));
+      log->add_sink(std::move(tb));
+    }
     progress = std::make_unique<Progress>(root() && !config.quiet, config.epochs, Progress::parse_style(config.progress));
     if (!root()) return;
     Json j = config_json;
