@@ -153,6 +153,11 @@ void Commands::add_train_model_options(CLI::App& t) {
       ->check(CLI::IsMember(model_names()));
   add_data_options(t, c.data, synthetic_shape_);
   t.add_flag("--augment", c.data.augment, "Random crop (pad 4) and horizontal flip of training images");
+  t.add_option("--precision", c.precision,
+                "Compute: fp32, or bf16 (activations and the layers' weights in bf16 on the CPU's bf16 units, fp32 "
+                "master weights, gradients, optimizer and loss; needs AVX512-BF16 or AMX)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   t.add_option("--seed", c.seed, "Seed of initialisation, shuffling, augmentation, dropout")->capture_default_str();
 }
 

@@ -77,7 +77,7 @@ def has_flag(binary, flag):
 
 
 def run_ringtrain(cmp, args, work, nodes, run_root, extra, label):
-    run_dir = os.path.join(run_root, f"{work.model}-{label}-{time.time_ns()}")
+    run_dir = os.path.join(run_root, f"{work.model}-{work.precision}-{label}-{time.time_ns()}")
     argv = cmp.ringtrain_command(args.bin, work, nodes, run_dir) + extra
     cmd = [CLUSTER, "run", "--np", str(nodes), "--"] + argv
     rc, out, err, _ = cmp.run(cmd, {"OMP_NUM_THREADS": "1", **cmp.MPI_ROOT_ENV}, args.timeout)
@@ -99,7 +99,8 @@ def run_ddp(cmp, args, work, nodes, hook):
             "--batch-size", str(work.batch), "--steps", str(work.steps), "--warmup",
             str(work.warmup), "--synthetic-train", str(work.n_train), "--lr", str(work.lr),
             "--momentum", str(work.momentum), "--seed", str(work.seed), "--threads", "1",
-            "--ddp", "--nproc", str(nodes), "--ddp-hook", hook]
+            "--ddp", "--nproc", str(nodes), "--ddp-hook", hook,
+            "--autocast", "bf16" if work.precision == "bf16" else "none"]
     if not work.vgg_conv_bias:
         base.append("--vgg-no-conv-bias")
     procs = []
@@ -157,7 +158,7 @@ def main(cmp, args, works, notes, log):
         sides.insert(1, ("ringtrain-bf16", ["--compress", "bf16"]))
     started = cluster_up(nodes, args.link_rate, args.mtu, log)
     load_before = os.getloadavg()
-    results = {(w.model, s[0]): [] for w in works for s in sides}
+    results = {(w.key, s[0]): [] for w in works for s in sides}
     run_root = args.keep_runs or tempfile.mkdtemp(prefix="ringtrain-cluster-bench-")
     os.makedirs(run_root, exist_ok=True)
     try:
@@ -165,13 +166,13 @@ def main(cmp, args, works, notes, log):
             order = sides if rep % 2 == 0 else list(reversed(sides))
             for w in works:
                 for name, how in order:
-                    log(f"[{rep + 1}/{args.repeats}] {w.model} b{w.batch} {nodes} nodes {name} ...")
+                    log(f"[{rep + 1}/{args.repeats}] {w.key} b{w.batch} {nodes} nodes {name} ...")
                     if name.startswith("ringtrain"):
                         rec = run_ringtrain(cmp, args, w, nodes, run_root, how, name)
                     else:
                         rec = run_ddp(cmp, args, w, nodes, how)
                     log(f"    {rec['images_per_s']:,.1f} images/s" if rec.get("ok") else f"    FAILED: {rec['error']}")
-                    results[(w.model, name)].append(rec)
+                    results[(w.key, name)].append(rec)
     finally:
         if started:
             cluster_down()
@@ -195,20 +196,20 @@ def report(cmp, args, works, sides, results, notes, load_before, load_after):
             "link-limited step ms", "step / link-limited", "hidden comm"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for w in works:
-        compute = [r.get("compute_ms") for r in results[(w.model, "ringtrain")] if r.get("ok") and r.get("compute_ms")]
+        compute = [r.get("compute_ms") for r in results[(w.key, "ringtrain")] if r.get("ok") and r.get("compute_ms")]
         compute_ms = statistics.median(compute) if compute else None
         for name, _ in sides:
-            runs = results[(w.model, name)]
+            runs = results[(w.key, name)]
             ips = cmp.spread([r.get("images_per_s") for r in runs if r.get("ok")])
             base = "ddp-fp16" if name in ("ringtrain-bf16", "ddp-fp16") else "ddp"
-            ratio = cmp.paired_ratios(runs, results[(w.model, base)], "images_per_s") if name != base else None
+            ratio = cmp.paired_ratios(runs, results[(w.key, base)], "images_per_s") if name != base else None
             step = cmp.spread([1e3 * w.batch * nodes / r["images_per_s"] for r in runs
                                if r.get("ok") and r.get("images_per_s")])
             bpv = 2 if name in ("ringtrain-bf16", "ddp-fp16") else 4
             limit = link_limited_ms(w.desc["params"], nodes, bpv, args.link_rate, args.mtu, compute_ms) if compute_ms else None
             hidden = cmp.spread([r.get("hidden_comm_share") for r in runs if r.get("ok")])
             lines.append("| " + " | ".join([
-                w.model, str(w.batch), name, cmp.fmt_spread(ips, 1), cmp.fmt_spread(ratio, 2),
+                w.key, str(w.batch), name, cmp.fmt_spread(ips, 1), cmp.fmt_spread(ratio, 2),
                 cmp.fmt_spread(step, 1), cmp.fmt(limit, ".1f"),
                 cmp.fmt(step["median"] / limit if step and limit else None, ".2f"),
                 cmp.fmt_spread(hidden, 2)]) + " |")

@@ -71,6 +71,7 @@ def ringtrain_command(binary, work, np_, run_dir):
             "--eval-batch-size", str(work.batch),  # same as PyTorch's final eval
             "--run-dir", run_dir,
             "--no-tensorboard",  # PyTorch's side writes no event files either
+            "--precision", work.precision,
             "--quiet"]
 
 
@@ -106,8 +107,11 @@ def ringtrain_launch(argv, np_, mpirun_args):
 class Work:
     """One model's benchmark work, identical for both frameworks."""
 
-    def __init__(self, model, batch, steps, warmup, max_np, args):
+    def __init__(self, model, batch, steps, warmup, max_np, args, precision="fp32"):
         self.model = model
+        # fp32, or bf16: ringtrain --precision bf16 against PyTorch under CPU autocast bf16.
+        self.precision = precision
+        self.key = model if precision == "fp32" else f"{model}/{precision}"
         self.shape = torch_train.NATURAL_SHAPE[model]
         self.shape_str = "x".join(map(str, self.shape))
         self.batch = batch
@@ -180,7 +184,8 @@ def run_torch(args, work, np_):
            "--steps", str(work.steps), "--warmup", str(work.warmup),
            "--synthetic-train", str(work.n_train), "--lr", str(work.lr),
            "--momentum", str(work.momentum), "--seed", str(work.seed), "--threads", "1",
-           "--final-eval", str(work.n_test)]  # ringtrain always evaluates at the end
+           "--final-eval", str(work.n_test),  # ringtrain always evaluates at the end
+           "--autocast", "bf16" if work.precision == "bf16" else "none"]
     if np_ > 1:
         cmd += ["--ddp", "--nproc", str(np_)]
     if not work.vgg_conv_bias:
@@ -313,9 +318,9 @@ def summarise(results, works, nps, peak_gflops):
     rows = []
     for w in works:
         for np_ in nps:
-            rt = results[(w.model, "ringtrain", np_)]
-            pt = results[(w.model, "pytorch", np_)]
-            row = {"model": w.model, "shape": w.shape_str, "np": np_, "batch": w.batch,
+            rt = results[(w.key, "ringtrain", np_)]
+            pt = results[(w.key, "pytorch", np_)]
+            row = {"model": w.model, "precision": w.precision, "shape": w.shape_str, "np": np_, "batch": w.batch,
                    "steps": w.steps, "warmup": w.warmup, "params": w.desc["params"],
                    "train_mflop_per_image": w.desc["train_flops_per_image"] / 1e6,
                    "ringtrain_images_per_s": spread(values(rt, "images_per_s")),
@@ -347,12 +352,19 @@ def summarise(results, works, nps, peak_gflops):
                 for side in ("ringtrain", "pytorch"):
                     # Scaling efficiency = images/s at np N / (N x images/s at np 1), paired
                     # within each repeat.
-                    one = results[(w.model, side, 1)]
-                    many = results[(w.model, side, np_)]
+                    one = results[(w.key, side, 1)]
+                    many = results[(w.key, side, np_)]
                     effs = [m["images_per_s"] / (np_ * o["images_per_s"])
                             for o, m in zip(one, many)
                             if o and m and o.get("ok") and m.get("ok")]
                     row[f"{side}_scaling_efficiency"] = spread(effs)
+            if w.precision != "fp32" and any(o.key == w.model for o in works):
+                # bf16 / fp32 of the same side, paired within each repeat.
+                for side in ("ringtrain", "pytorch"):
+                    row[f"{side}_ratio_to_fp32"] = paired_ratios(
+                        results[(w.key, side, np_)], results[(w.model, side, np_)], "images_per_s")
+                    row[f"{side}_rss_ratio_to_fp32"] = paired_ratios(
+                        results[(w.key, side, np_)], results[(w.model, side, np_)], "peak_rss_mb")
             rows.append(row)
     return rows
 
@@ -386,7 +398,7 @@ def markdown(rows, meta, nps):
                  f"np {np_}: ringtrain mpirun vs PyTorch DDP (gloo), global images/s, "
                  "peak RSS per rank (max over ranks)")
         lines += [f"## {title}", ""]
-        head = ["model", "shape", "batch/rank", "steps", "data MB", "train MFLOP/img",
+        head = ["model", "precision", "shape", "batch/rank", "steps", "data MB", "train MFLOP/img",
                 "ringtrain img/s",
                 "PyTorch img/s", "ratio", "ratio of bests", "ringtrain RSS MB", "PyTorch RSS MB", "RSS ratio",
                 "ringtrain % peak", "PyTorch % peak"]
@@ -395,7 +407,7 @@ def markdown(rows, meta, nps):
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
         for r in sel:
-            cells = [r["model"], r["shape"], str(r["batch"]), str(r["steps"]),
+            cells = [r["model"], r["precision"], r["shape"], str(r["batch"]), str(r["steps"]),
                      f"{r['data_mb']:.0f}",
                      f"{r['train_mflop_per_image']:.2f}",
                      fmt_spread(r["ringtrain_images_per_s"]),
@@ -412,6 +424,19 @@ def markdown(rows, meta, nps):
                           fmt_spread(r.get("pytorch_scaling_efficiency"), 2)]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+        mixed = [r for r in sel if r.get("ringtrain_ratio_to_fp32") or r.get("pytorch_ratio_to_fp32")]
+        if mixed:
+            lines += ["bf16 / fp32 of the same framework and model, paired within each repeat "
+                      "(ringtrain --precision bf16; PyTorch under torch.autocast('cpu', "
+                      "dtype=torch.bfloat16)):", "",
+                      "| model | ringtrain img/s bf16/fp32 | PyTorch img/s bf16/fp32 | "
+                      "ringtrain RSS bf16/fp32 | PyTorch RSS bf16/fp32 |", "|---|---|---|---|---|"]
+            for r in mixed:
+                lines.append(f"| {r['model']} | {fmt_spread(r.get('ringtrain_ratio_to_fp32'), 2)} | "
+                             f"{fmt_spread(r.get('pytorch_ratio_to_fp32'), 2)} | "
+                             f"{fmt_spread(r.get('ringtrain_rss_ratio_to_fp32'), 2)} | "
+                             f"{fmt_spread(r.get('pytorch_rss_ratio_to_fp32'), 2)} |")
+            lines.append("")
         cpu = [f"{r['model']} {fmt_spread(r['pytorch_images_per_cpu_s'])}" for r in sel
                if r["pytorch_images_per_cpu_s"]]
         if cpu:
@@ -454,6 +479,9 @@ def parse_args(argv):
                         + ", ".join(f"{k} {v}" for k, v in DEFAULT_STEPS.items()) + ")")
     p.add_argument("--warmup", type=int, default=None, help="untimed steps (default per model)")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--precision", default="fp32",
+                   help="comma list of fp32, bf16: bf16 runs ringtrain --precision bf16 against "
+                        "PyTorch under torch.autocast('cpu', dtype=torch.bfloat16)")
     p.add_argument("--np", type=int, default=1,
                    help="with N > 1 also run ringtrain mpirun -np N vs PyTorch DDP N")
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "apps", "ringtrain"))
@@ -487,6 +515,9 @@ def parse_args(argv):
     for m in args.models:
         if m not in torch_train.NATURAL_SHAPE:
             p.error(f"unknown model '{m}' (known: {', '.join(sorted(torch_train.NATURAL_SHAPE))})")
+    args.precisions = [x.strip() for x in args.precision.split(",") if x.strip()]
+    if not args.precisions or any(x not in ("fp32", "bf16") for x in args.precisions):
+        p.error(f"--precision takes fp32 and/or bf16 (got '{args.precision}')")
     args.batch_map = dict(DEFAULT_BATCH)
     for item in filter(None, args.batch.split(",")):
         k, _, v = item.partition("=")
@@ -533,7 +564,8 @@ def main(argv=None):
     works = [Work(m, args.batch_map[m],
                   args.steps if args.steps else DEFAULT_STEPS[m],
                   args.warmup if args.warmup is not None else DEFAULT_WARMUP[m],
-                  max(args.np, args.cluster), args) for m in args.models]
+                  max(args.np, args.cluster), args, precision)
+             for precision in args.precisions for m in args.models]
     if args.cluster:
         if not (have_rt and have_torch):
             print("--cluster needs both the ringtrain binary and PyTorch", file=sys.stderr)
@@ -551,13 +583,14 @@ def main(argv=None):
             "ringtrain_bin": args.bin if have_rt else None, "torch_version": None}
     if have_rt:
         for w in works:
-            check_architecture(args.bin, w, notes)
+            if w.precision == args.precisions[0]:
+                check_architecture(args.bin, w, notes)
 
     peaks = []
 
     run_root = args.keep_runs or tempfile.mkdtemp(prefix="ringtrain-bench-")
     os.makedirs(run_root, exist_ok=True)
-    results = {(w.model, side, np_): [None] * args.repeats
+    results = {(w.key, side, np_): [None] * args.repeats
                for w in works for side in ("ringtrain", "pytorch") for np_ in nps}
     plan = []
     for np_ in nps:
@@ -574,7 +607,8 @@ def main(argv=None):
                 peaks.append(measure_peak(args))
             for w in works:
                 for side, np_ in order:
-                    log(f"[{rep + 1}/{args.repeats}] {w.model} b{w.batch} np{np_} {side} ...")
+                    log(f"[{rep + 1}/{args.repeats}] {w.model} {w.precision} b{w.batch} np{np_} "
+                        f"{side} ...")
                     if side == "ringtrain":
                         rec = run_ringtrain(args, w, np_, run_root)
                     else:
@@ -586,7 +620,7 @@ def main(argv=None):
                             meta["torch_version"] = rec["versions"]["torch"]
                     else:
                         log(f"    FAILED: {rec['error']}")
-                    results[(w.model, side, np_)][rep] = rec
+                    results[(w.key, side, np_)][rep] = rec
     finally:
         if not args.keep_runs:
             shutil.rmtree(run_root, ignore_errors=True)

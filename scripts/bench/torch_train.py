@@ -309,12 +309,19 @@ def train_steps(args, shape, rank=0, world=1, ddp=False):
     x_all, y_all = load_data(args, shape)
     batches = ShardedBatches(x_all.shape[0], args.batch_size, rank, world, args.seed)
 
+    import contextlib
+    # --autocast bf16: PyTorch's CPU mixed precision (conv/linear in bf16, fp32 master
+    # weights and optimizer), the peer of ringtrain --precision bf16.
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if args.autocast == "bf16" \
+        else contextlib.nullcontext
+
     def step():
         idx = batches.next()
         x = x_all.index_select(0, idx)  # copy the batch, as ringtrain's Dataset::get does
         y = y_all.index_select(0, idx)
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x), y)
+        with autocast():
+            loss = F.cross_entropy(model(x), y)
         loss.backward()  # DDP all-reduces (mean) gradient buckets during backward
         opt.step()
         return loss
@@ -367,7 +374,7 @@ def result_record(args, shape, per_rank, world):
     elapsed = max(r["elapsed_s"] for r in per_rank)  # synchronous steps: the slowest rank
     images = world * args.batch_size * args.steps
     rec = {"framework": "pytorch", "mode": "ddp-gloo" if world > 1 or args.ddp else "single",
-           "ddp_hook": args.ddp_hook,
+           "ddp_hook": args.ddp_hook, "autocast": args.autocast,
            "model": args.model, "shape": desc["shape"], "dataset": args.dataset,
            "world_size": world, "batch_size": args.batch_size,
            "global_batch_size": world * args.batch_size, "threads_per_rank": args.threads,
@@ -501,6 +508,8 @@ def main(argv=None):
     p.add_argument("--nproc", type=int, default=2, help="ranks to spawn with --ddp")
     p.add_argument("--ddp-hook", choices=["none", "fp16"], default="none",
                    help="DDP communication hook: fp16 = fp16_compress_hook")
+    p.add_argument("--autocast", choices=["none", "bf16"], default="none",
+                   help="bf16: train under torch.autocast('cpu', dtype=torch.bfloat16)")
     p.add_argument("--vgg-no-conv-bias", action="store_true",
                    help="vgg11 convolutions without bias (BN follows each)")
     p.add_argument("--describe", action="store_true",

@@ -32,6 +32,8 @@ void TrainConfig::validate() const {
   require(bucket_mb > 0.0, fmt::format("--bucket-mb must be > 0 (got {})", bucket_mb));
   require(overlap == "auto" || overlap == "on" || overlap == "off",
           fmt::format("--overlap must be auto, on or off (got '{}')", overlap));
+  require(precision == "fp32" || precision == "bf16",
+          fmt::format("--precision must be fp32 or bf16 (got '{}')", precision));
   require(compress == "none" || compress == "bf16" || compress == "fp16",
           fmt::format("--compress must be none, bf16 or fp16 (got '{}')", compress));
   require(compress == "none" || (allreduce != "rd" && allreduce != "mpi"),
@@ -123,6 +125,7 @@ Json TrainConfig::to_json() const {
   j.set("seed", seed);
   j.set("allreduce", allreduce);
   j.set("compress", compress);
+  j.set("precision", precision);
   j.set("bucket_mb", bucket_mb);
   j.set("overlap", overlap);
   j.set("mode", mode);

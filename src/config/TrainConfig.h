@@ -45,6 +45,7 @@ struct TrainConfig {
   // Distribution.
   std::string allreduce = "ring";    // ring | hier | mpi | ps | rd | auto
   std::string compress = "none";     // gradient transport: none | bf16 | fp16
+  std::string precision = "fp32";    // compute: fp32 | bf16 (activations in bf16, fp32 master weights)
   double bucket_mb = 4.0;            // gradient bucket size
   // Reduce buckets beside backward on a communication thread: on | off | auto (on across
   // nodes or with a spare core per rank; OverlapPolicy).

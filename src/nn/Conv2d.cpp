@@ -2,7 +2,9 @@
 //
 // The arena keeps the user-visible weights plain (O, I, KH, KW); oneDNN may pick blocked
 // weights (e.g. OIhw16i16o on AVX-512), so each forward reorders arena -> blocked and each
-// backward reorders the blocked diff_weights back into the plain gradient arena.
+// backward reorders the blocked diff_weights back into the plain gradient arena. In bf16
+// the forward reorder also converts the fp32 master weights to bf16 (once per forward),
+// activations are bf16, and backward-weights writes fp32 diff_weights and diff_bias.
 #include "nn/Conv2d.h"
 
 #include <stdexcept>
@@ -81,20 +83,20 @@ namespace {
 // vs 0.47 ms per step for avx2 8-blocked, batch 64, one thread); else layouts of oneDNN's
 // choosing.
 dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(
-    const memory::desc& src_md, const memory::desc& dst_md, const memory::desc& w_any, const memory::desc& b_md,
+    const memory::desc& src_md, const memory::desc& dst_md, const memory::desc& dw_any, const memory::desc& b_md,
     const memory::dims& strides, const memory::dims& pad, const dnnl::convolution_forward::primitive_desc& fwd_pd) {
   const auto& eng = fwd_pd.get_engine();
   const auto type = src_md.data_type();
   const memory::desc src_nhwc(src_md.dims(), type, tag::nhwc), dst_nhwc(dst_md.dims(), type, tag::nhwc);
   const std::pair<memory::desc, memory::desc> candidates[] = {{src_md, dst_md}, {src_nhwc, dst_nhwc}};
   for (const auto& [src, diff_dst] : candidates) {
-    const dnnl::convolution_backward_weights::desc fixed(dnnl::algorithm::convolution_direct, src, w_any, b_md,
+    const dnnl::convolution_backward_weights::desc fixed(dnnl::algorithm::convolution_direct, src, dw_any, b_md,
                                                          diff_dst, strides, pad, pad);
     dnnl::convolution_backward_weights::primitive_desc pd(fixed, eng, fwd_pd, /*allow_empty=*/true);
     if (pd && std::string(pd.impl_info_str()).rfind("jit", 0) == 0) return pd;
   }
   const memory::desc src_any(src_md.dims(), type, tag::any), dst_any(dst_md.dims(), type, tag::any);
-  const dnnl::convolution_backward_weights::desc any(dnnl::algorithm::convolution_direct, src_any, w_any, b_md,
+  const dnnl::convolution_backward_weights::desc any(dnnl::algorithm::convolution_direct, src_any, dw_any, b_md,
                                                      dst_any, strides, pad, pad);
   return {any, eng, fwd_pd};
 }
@@ -109,9 +111,9 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   const memory::dims strides{stride_, stride_}, pad{padding_, padding_};
   const memory::dims src_dims(in.begin(), in.end()), dst_dims(out.begin(), out.end());
   const memory::dims w_dims{out_channels_, in_channels_, kernel_, kernel_}, b_dims{out_channels_};
-  const auto f32 = memory::data_type::f32;
-  const memory::desc src_any(src_dims, f32, tag::any), dst_any(dst_dims, f32, tag::any), w_any(w_dims, f32, tag::any),
-      b_md(b_dims, f32, tag::x), no_md;
+  const auto f32 = memory::data_type::f32, type = compute_type();
+  const memory::desc src_any(src_dims, type, tag::any), dst_any(dst_dims, type, tag::any),
+      w_any(w_dims, type, tag::any), dw_any(w_dims, f32, tag::any), b_md(b_dims, f32, tag::x), no_md;
 
   // forward_training in eval too: for forward_inference oneDNN 2.6 picks brgconv with nhwc
   // layouts here, which measured slower than the jit nChw16c kernels (nn_bench eval, one
@@ -133,7 +135,7 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
     // The layer's diff_dst is declared in the forward dst layout: the layers after a conv
     // (ReLU, pooling, BN) produce their diff_src in the layout of their forward src.
     s->diff_dst_md = s->dst_md;
-    const auto bww_pd = backward_weights_pd(s->src_md, s->dst_md, w_any, bias_ ? b_md : no_md, strides, pad, fwd_pd);
+    const auto bww_pd = backward_weights_pd(s->src_md, s->dst_md, dw_any, bias_ ? b_md : no_md, strides, pad, fwd_pd);
     s->bwd_weights = dnnl::convolution_backward_weights(bww_pd);
     s->bwd_weights_src_md = bww_pd.src_desc();
     if (s->bwd_weights_src_md != s->src_md) {

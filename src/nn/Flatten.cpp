@@ -20,8 +20,8 @@ Dims Flatten::out_shape(const Dims& in) const {
 std::unique_ptr<Layer::State> Flatten::build(const memory::desc& src_md, Phase, bool) {
   const Dims in = md_dims(src_md);
   auto s = std::make_unique<State>();
-  s->src_md = plain_md(in);
-  s->dst_md = plain_md(out_shape(in));
+  s->src_md = plain_md(in, src_md.data_type());
+  s->dst_md = plain_md(out_shape(in), src_md.data_type());
   s->diff_dst_md = s->dst_md;
   s->diff_src_md = s->src_md;
   return s;

@@ -41,12 +41,20 @@ void Layer::prepare(const memory::desc& src_md, Phase phase, bool need_diff_src)
   }
   if (params_.size() != param_specs().size())
     throw std::logic_error(fmt::format("{}: prepare() before bind_params()", name_));
-  auto s = build(src_md, phase, need_diff_src);
+  auto s = build(with_type(src_md, compute_type_), phase, need_diff_src);
   s->key = src_md;
   s->phase = phase;
   s->need_diff_src = need_diff_src;
   current_ = s.get();
   states_.push_back(std::move(s));
+}
+
+void Layer::set_compute_type(memory::data_type type) {
+  if (type != memory::data_type::f32 && type != memory::data_type::bf16)
+    throw std::invalid_argument(fmt::format("{}: compute type must be f32 or bf16", name_));
+  compute_type_ = type;
+  states_.clear();
+  current_ = nullptr;
 }
 
 Layer::State& Layer::state() const {
@@ -72,12 +80,19 @@ void Layer::backward(const memory& diff_dst, const memory& diff_src) {
 dnnl::engine& Layer::engine() { return DnnlContext::get().engine(); }
 dnnl::stream& Layer::stream() { return DnnlContext::get().stream(); }
 
-memory::desc plain_md(const Dims& dims) {
+memory::desc plain_md(const Dims& dims, memory::data_type type) {
   using tag = memory::format_tag;
   static const tag tags[] = {tag::undef, tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde};
   if (dims.empty() || dims.size() > 5)
     throw std::invalid_argument(fmt::format("plain_md: unsupported rank {}", dims.size()));
-  return memory::desc(memory::dims(dims.begin(), dims.end()), memory::data_type::f32, tags[dims.size()]);
+  return memory::desc(memory::dims(dims.begin(), dims.end()), type, tags[dims.size()]);
+}
+
+memory::desc with_type(const memory::desc& md, memory::data_type type) {
+  if (md.data_type() == type) return md;
+  memory::desc out = md;
+  out.data.data_type = static_cast<dnnl_data_type_t>(type);
+  return out;
 }
 
 Dims md_dims(const memory::desc& md) {
@@ -85,7 +100,7 @@ Dims md_dims(const memory::desc& md) {
   return Dims(d.begin(), d.end());
 }
 
-bool is_plain(const memory::desc& md) { return md == plain_md(md_dims(md)); }
+bool is_plain(const memory::desc& md) { return md == plain_md(md_dims(md), md.data_type()); }
 
 ReorderedMemory::ReorderedMemory(const memory& user, const memory::desc& wanted) : user_(user) {
   if (user.get_desc() == wanted) {

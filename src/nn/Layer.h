@@ -58,6 +58,12 @@ class Layer {
   // Initial values of the non-trained state (BatchNorm: mean 0, var 1).
   virtual void reset_buffers() {}
 
+  // The data type of activations (and of weights inside the primitives): f32 (default) or
+  // bf16. Parameters and their gradients stay f32 in the arenas whatever it is. Drops the
+  // prepared states.
+  void set_compute_type(dnnl::memory::data_type type);
+  dnnl::memory::data_type compute_type() const noexcept { return compute_type_; }
+
   // dst aliases src (the Model may pass the same buffer for both; the layer also works
   // out of place). needs_dst_in_backward: the layer reads its dst during backward, so the
   // next layer must not overwrite it in place.
@@ -66,6 +72,8 @@ class Layer {
 
   // Selects (building on first use) the primitives for inputs of layout src_md in this
   // phase. need_diff_src false skips the backward-data pass (first layer of a model).
+  // Inputs of another data type than compute_type() are wanted in compute_type() (the
+  // layer's src_md() says so; the caller reorders).
   void prepare(const dnnl::memory::desc& src_md, Phase phase, bool need_diff_src);
   // Layouts of the prepared state: what forward wants and produces, what backward wants
   // and produces. Valid after prepare().
@@ -105,12 +113,16 @@ class Layer {
   std::string name_;
   std::vector<std::unique_ptr<State>> states_;
   State* current_ = nullptr;
+  dnnl::memory::data_type compute_type_ = dnnl::memory::data_type::f32;
 };
 
 // Helpers shared by the layer implementations.
-dnnl::memory::desc plain_md(const Dims& dims);  // f32, row-major (nchw / nc / oihw / x)
-bool is_plain(const dnnl::memory::desc& md);
+// Row-major (nchw / nc / oihw / x), f32 unless told.
+dnnl::memory::desc plain_md(const Dims& dims, dnnl::memory::data_type type = dnnl::memory::data_type::f32);
+bool is_plain(const dnnl::memory::desc& md);  // plain_md of its dims and data type
 Dims md_dims(const dnnl::memory::desc& md);
+// md with its data type replaced, same dims and layout (strides count elements, not bytes).
+dnnl::memory::desc with_type(const dnnl::memory::desc& md, dnnl::memory::data_type type);
 
 // A plain user buffer seen through a (possibly blocked) layout a primitive wants: the
 // reorder is built once and run on demand; when the layouts agree, no copy is made.

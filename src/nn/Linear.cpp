@@ -4,7 +4,9 @@
 // in the arenas: with format_tag::any oneDNN 2.6 picks brgemm with blocked weights (e.g.
 // AB16b64a), and the per-step weight reorders made the MLP 1.7x slower (nn_bench mlp
 // 3x32x32 batch 32, one thread: ~1900 vs ~3280 images/s with plain weights, gemm:jit).
-// ReorderedMemory still covers an implementation that insists on another layout.
+// ReorderedMemory still covers an implementation that insists on another layout. In bf16
+// the forward weights are a bf16 copy of the fp32 arena (converted once per forward) and
+// backward-weights writes fp32 gradients straight into the arena.
 #include "nn/Linear.h"
 
 #include <stdexcept>
@@ -54,9 +56,10 @@ std::unique_ptr<Layer::State> Linear::build(const memory::desc& in_md, Phase pha
   const Dims out = out_shape(in);
   auto s = std::make_unique<LinearState>();
   auto& eng = engine();
-  const auto f32 = memory::data_type::f32;
-  const memory::desc src_md = plain_md(in), dst_md = plain_md(out), b_md({out_features_}, f32, tag::x), no_md;
-  const memory::desc w_any({out_features_, in_features_}, f32, tag::ab);
+  const auto f32 = memory::data_type::f32, type = compute_type();
+  const memory::desc src_md = plain_md(in, type), dst_md = plain_md(out, type), b_md({out_features_}, f32, tag::x),
+                     no_md;
+  const memory::desc w_any({out_features_, in_features_}, type, tag::ab), dw_md({out_features_, in_features_}, f32, tag::ab);
 
   const auto prop = phase == Phase::kTrain ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
   const dnnl::inner_product_forward::primitive_desc fwd_pd(
@@ -71,7 +74,7 @@ std::unique_ptr<Layer::State> Linear::build(const memory::desc& in_md, Phase pha
   if (phase == Phase::kTrain) {
     s->diff_dst_md = dst_md;
     const dnnl::inner_product_backward_weights::primitive_desc bww_pd(
-        dnnl::inner_product_backward_weights::desc(src_md, w_any, bias_ ? b_md : no_md, dst_md), eng, fwd_pd);
+        dnnl::inner_product_backward_weights::desc(src_md, dw_md, bias_ ? b_md : no_md, dst_md), eng, fwd_pd);
     s->bwd_weights = dnnl::inner_product_backward_weights(bww_pd);
     const memory user_dw(plain_md(grads_[0].dims()), eng, grads_[0].data());
     s->diff_weights = ReorderedMemory(user_dw, bww_pd.diff_weights_desc());

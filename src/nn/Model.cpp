@@ -55,6 +55,7 @@ struct Model::Impl {
   std::vector<std::unique_ptr<Plan>> plans;
   Plan* last = nullptr;  // plan of the last forward
   bool can_backward = false;
+  Precision precision = Precision::kFp32;
 
   Plan& plan_for(int n, Phase phase);
 };
@@ -210,6 +211,17 @@ void Model::init(std::uint64_t seed) {
   }
   for (auto& layer : m.layers) layer->reset_buffers();
 }
+
+void Model::set_precision(Precision precision) {
+  auto& m = *impl_;
+  m.plans.clear();
+  m.last = nullptr;
+  m.can_backward = false;
+  m.precision = precision;
+  for (auto& layer : m.layers) layer->set_compute_type(compute_type(precision));
+}
+
+Precision Model::precision() const noexcept { return impl_->precision; }
 
 const std::string& Model::name() const noexcept { return impl_->name; }
 ImageShape Model::input_shape() const noexcept { return impl_->input; }

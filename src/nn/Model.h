@@ -13,6 +13,7 @@
 
 #include "common/ImageShape.h"
 #include "nn/ParamInfo.h"
+#include "nn/Precision.h"
 #include "nn/Tensor.h"
 
 namespace ringtrain {
@@ -63,6 +64,12 @@ class Model {
   // Layer kinds and shapes, one line per layer: what checkpoints and the cross-rank
   // configuration check compare.
   std::string signature() const;
+
+  // What the layers compute in (default fp32). bf16: activations and the primitives'
+  // weights are bf16, params(), grads() and buffers() stay fp32, the logits and the loss
+  // fp32. Drops the cached plans. Throws dnnl::error where oneDNN has no bf16 at all.
+  void set_precision(Precision precision);
+  Precision precision() const noexcept;
 
   // Multiply-adds x 2 for one forward pass of one image.
   double flops_per_image() const;

@@ -43,7 +43,7 @@ std::unique_ptr<Layer::State> Pool2d::build(const memory::desc& src_md, Phase ph
   // Symmetric padding: oneDNN, like PyTorch, floors (H + 2p - k) / s, so trailing rows
   // that do not fill a window are ignored.
   const memory::dims pad_r = pad_l;
-  const memory::desc dst_any(memory::dims(out.begin(), out.end()), memory::data_type::f32, memory::format_tag::any);
+  const memory::desc dst_any(memory::dims(out.begin(), out.end()), src_md.data_type(), memory::format_tag::any);
   const auto alg = mode_ == Mode::kMax ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
   const auto prop = phase == Phase::kTrain ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
   const dnnl::pooling_forward::primitive_desc fwd_pd(

@@ -47,6 +47,16 @@ std::string default_run_dir(const std::string& model, int world, std::string_vie
   return fmt::format("runs/{}-{}-np{}{}", stamp, model, world, suffix);
 }
 
+// The settings that tell runs apart, as a markdown table for TensorBoard's Text tab.
+std::string settings_markdown(const Json& config) {
+  std::string md = "| setting | value |\n|---|---|\n";
+  for (const char* key : {"model", "dataset", "precision", "world_size", "threads_per_rank", "batch_size",
+                          "global_batch_size", "optimizer", "lr", "allreduce", "compress", "mode", "seed"}) {
+    if (const Json* v = config.find(key)) md += fmt::format("| {} | {} |\n", key, v->is_string() ? v->as_string() : v->dump());
+  }
+  return md;
+}
+
 std::string epoch_line(const EpochMetrics& m, int epochs, double seconds) {
   return fmt::format("epoch {:>3}/{}  train loss {:.4f} acc {:.4f}  test loss {} acc {}  {:.1f}s  {:.0f} img/s",
                      m.epoch, epochs, m.train_loss, m.train_accuracy,
@@ -87,11 +97,14 @@ void TrainingRun::set_threads() {
 }
 
 std::string TrainingRun::placement() const {
-  return fmt::format("{} thread(s) per rank, run dir {}, model -> {}", threads_.threads, run_dir.string(),
-                     model_path().string());
+  return fmt::format("{} compute, {} thread(s) per rank, run dir {}, model -> {}", config.precision,
+                     threads_.threads, run_dir.string(), model_path().string());
 }
 
 void TrainingRun::load_data_and_model() {
+  // Before the data: a CPU without native bf16 is refused at once (on every rank, agreed).
+  const Precision precision = parse_precision(config.precision);
+  if (const std::string why = precision_refusal_here(precision); !why.empty()) throw std::invalid_argument(why);
   if (config.eval_batch_size == 0) config.eval_batch_size = std::max(config.batch_size, 256);
   // The cosine schedule anneals over the whole run, whoever built the configuration.
   config.schedule.total_epochs = config.epochs;
@@ -99,6 +112,7 @@ void TrainingRun::load_data_and_model() {
   config.check_batch_memory(data.train->shape());  // sizes from flags, before any allocation
   model_ = std::make_unique<Model>(config.model, data.train->shape(), data.train->classes());
   model_->init(config.seed);
+  model_->set_precision(precision);
   schedule = std::make_unique<LrSchedule>(config.schedule);
 }
 
@@ -162,7 +176,11 @@ void TrainingRun::open_logs(bool append, bool tensorboard, const Json& config_js
   const std::string versions = root() ? versions_json(comm).dump() : std::string();
   run_agreed(comm, [&] {
     log = std::make_unique<RunLog>(run_dir, rank, root(), append);
-    if (tensorboard) log->add_sink(std::make_unique<TensorBoardLog>(run_dir, rank, world, append));
+    if (tensorboard) {
+      auto tb = std::make_unique<TensorBoardLog>(run_dir, rank, world, append);
+      if (!append) tb->text("run/config", settings_markdown(config_json));
+      log->add_sink(std::move(tb));
+    }
     progress = std::make_unique<Progress>(root() && !config.quiet, config.epochs, Progress::parse_style(config.progress));
     if (!root()) return;
     Json j = config_json;
@@ -375,6 +393,7 @@ Json TrainingRun::summary_head(double images) const {
   j.set("mode", config.mode);
   j.set("world_size", world);
   j.set("batch_size", config.batch_size);
+  j.set("precision", config.precision);
   j.set("threads_per_rank", threads_.threads);
   j.set("wall_s", result.wall_s);
   j.set("images_per_s", result.wall_s > 0 ? images / result.wall_s : 0.0);

@@ -25,6 +25,14 @@ constexpr int kEventSummary = 5;      // Summary
 constexpr int kSummaryValue = 1;      // repeated Summary.Value
 constexpr int kValueTag = 1;          // string
 constexpr int kValueSimpleValue = 2;  // float
+constexpr int kValueTensor = 8;       // TensorProto (tensor.proto)
+constexpr int kValueMetadata = 9;     // SummaryMetadata
+constexpr int kMetadataPluginData = 1;  // SummaryMetadata.PluginData
+constexpr int kPluginName = 1;          // string
+constexpr int kTensorDtype = 1;         // DataType (types.proto): DT_STRING = 7
+constexpr int kTensorShape = 2;         // TensorShapeProto: empty for a scalar
+constexpr int kTensorStringVal = 8;     // repeated bytes
+constexpr std::uint64_t kDtString = 7;
 
 // Wire types (protobuf encoding guide).
 constexpr int kVarint = 0;
@@ -110,6 +118,23 @@ void EventFile::write_scalars(std::int64_t step, std::span<const Scalar> scalars
     put_little_endian(value, static_cast<float>(s.value));
     put_bytes(summary, kSummaryValue, value);
   }
+  std::string e = event_header(step, wall_time);
+  put_bytes(e, kEventSummary, summary);
+  write_record(e);
+}
+
+void EventFile::write_text(std::int64_t step, std::string_view tag, std::string_view text, double wall_time) {
+  std::string plugin, metadata, tensor, value, summary;
+  put_bytes(plugin, kPluginName, "text");
+  put_bytes(metadata, kMetadataPluginData, plugin);
+  put_key(tensor, kTensorDtype, kVarint);
+  put_varint(tensor, kDtString);
+  put_bytes(tensor, kTensorShape, "");
+  put_bytes(tensor, kTensorStringVal, text);
+  put_bytes(value, kValueTag, tag);
+  put_bytes(value, kValueMetadata, metadata);
+  put_bytes(value, kValueTensor, tensor);
+  put_bytes(summary, kSummaryValue, value);
   std::string e = event_header(step, wall_time);
   put_bytes(e, kEventSummary, summary);
   write_record(e);

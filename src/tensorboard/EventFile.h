@@ -29,6 +29,9 @@ class EventFile {
 
   // One Event at step whose Summary holds every scalar; wall_time in Unix seconds.
   void write_scalars(std::int64_t step, std::span<const Scalar> scalars, double wall_time);
+  // One Event at step with a text summary (TensorBoard's Text tab; markdown): a scalar
+  // DT_STRING tensor tagged for the "text" plugin.
+  void write_text(std::int64_t step, std::string_view tag, std::string_view text, double wall_time);
   void flush();
   const std::filesystem::path& path() const noexcept { return path_; }
 

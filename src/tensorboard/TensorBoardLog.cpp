@@ -52,6 +52,10 @@ TensorBoardLog::TensorBoardLog(const std::filesystem::path& run_dir, int rank, i
 
 TensorBoardLog::~TensorBoardLog() = default;
 
+void TensorBoardLog::text(std::string_view tag, std::string_view markdown) {
+  if (epoch_) epoch_->write_text(0, tag, markdown, EventFile::now());
+}
+
 void TensorBoardLog::record(const Json& rec) {
   const Json* type = rec.find("type");
   if (type == nullptr || !type->is_string()) return;

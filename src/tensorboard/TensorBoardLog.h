@@ -28,6 +28,8 @@ class TensorBoardLog : public RunLogSink {
   // A metrics.csv row (rank 0).
   void metrics(const EpochMetrics& m) override;
   void flush() override;
+  // Rank 0: a text summary (markdown) at step 0 of the epoch/ run, e.g. the run's settings.
+  void text(std::string_view tag, std::string_view markdown);
 
  private:
   void step_record(const Json& rec);

@@ -1,5 +1,5 @@
 // nn_bench: images/s of forward+backward (train) for a zoo model, run by hand, e.g.
-//   OMP_NUM_THREADS=1 build/test/nn/nn_bench lenet5 1 28 28 64 [steps]
+//   OMP_NUM_THREADS=1 build/test/nn/nn_bench lenet5 1 28 28 64 [steps] [eval] [bf16]
 // Not a test: it asserts nothing and ctest does not run it.
 #include <chrono>
 #include <cstdio>
@@ -13,15 +13,26 @@
 int main(int argc, char** argv) {
   using namespace ringtrain;
   if (argc < 6) {
-    std::fprintf(stderr, "usage: nn_bench MODEL C H W BATCH [STEPS] [eval]\n");
+    std::fprintf(stderr, "usage: nn_bench MODEL C H W BATCH [STEPS] [eval] [bf16]\n");
     return 2;
   }
   const std::string name = argv[1];
   const ImageShape shape{std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4])};
   const int batch = std::atoi(argv[5]);
-  const int steps = argc > 6 ? std::atoi(argv[6]) : 50;
-  const bool eval = argc > 7 && std::string(argv[7]) == "eval";
+  int steps = 50;
+  bool eval = false;
+  Precision precision = Precision::kFp32;
+  for (int i = 6; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "eval")
+      eval = true;
+    else if (a == "bf16" || a == "fp32")
+      precision = parse_precision(a);
+    else
+      steps = std::atoi(argv[i]);
+  }
   Model model(name, shape, 10);
+  model.set_precision(precision);
   model.init(1);
   std::vector<float> x(static_cast<std::size_t>(batch) * shape.numel());
   std::vector<std::int32_t> y(batch);
@@ -36,8 +47,8 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < steps; ++i) step();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s %s batch %d %s: %.1f images/s (%.3f ms/step, %.2f GFLOP/s fwd-equivalent x3)\n", name.c_str(),
-              shape.str().c_str(), batch, eval ? "eval fwd" : "train fwd+bwd", steps * batch / s, 1e3 * s / steps,
+  std::printf("%s %s %s batch %d %s: %.1f images/s (%.3f ms/step, %.2f GFLOP/s fwd-equivalent x3)\n", name.c_str(),
+              std::string(precision_name(precision)).c_str(), shape.str().c_str(), batch, eval ? "eval fwd" : "train fwd+bwd", steps * batch / s, 1e3 * s / steps,
               (eval ? 1 : 3) * model.flops_per_image() * batch * steps / s * 1e-9);
   return 0;
 }

@@ -1,7 +1,8 @@
 // Overlapped (communication thread) and non-overlapped training end bit-identical after 50
 // steps at np 1..4: every all-reduce algorithm, hier with two ranks per "node" (forced, as
-// the test machine is one node), the 16-bit transports, and --accumulate. Same buckets, same
-// summation order: only when they are reduced differs.
+// the test machine is one node), the 16-bit transports, --accumulate and bf16 compute
+// (--precision bf16). Same buckets, same summation order: only when they are reduced
+// differs. Every rank also ends with rank 0's parameters, bit for bit.
 // The cases are tagged so that CMake can give each group its own ctest entry (each well
 // under 30 s); run one group with `test_overlap_mpi "[hier]"`.
 #include <catch2/catch.hpp>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "collectives/MpiCommunicator.h"
+#include "nn/Precision.h"
 #include "common/Json.h"
 #include "support/mpi_test_util.h"
 #include "support/trainer_test_util.h"
@@ -33,10 +35,12 @@ struct Variant {
   std::string compress = "none";
   int accumulate = 1;
   int node_group = 0;  // MpiCommunicatorOptions::node_group_size (0: the real node split)
+  std::string precision = "fp32";
 };
 
 std::string describe(const Variant& v) {
-  return fmt::format("{} compress {} accumulate {} node group {}", v.algo, v.compress, v.accumulate, v.node_group);
+  return fmt::format("{} compress {} accumulate {} node group {} precision {}", v.algo, v.compress, v.accumulate,
+                     v.node_group, v.precision);
 }
 
 // config.json's overlap_active of a finished run (what the trainer actually did).
@@ -58,9 +62,10 @@ void check_bit_identical(const Variant& v) {
   std::vector<float> params[2];
   bool active[2] = {false, false};
   for (const bool overlap : {false, true}) {
-    TrainConfig c = small_config(fmt::format("overlap_{}_{}_k{}_g{}_{}", v.algo, v.compress, v.accumulate,
-                                             v.node_group, overlap ? "on" : "off"),
+    TrainConfig c = small_config(fmt::format("overlap_{}_{}_k{}_g{}_{}_{}", v.algo, v.compress, v.accumulate,
+                                             v.node_group, v.precision, overlap ? "on" : "off"),
                                  8);
+    c.precision = v.precision;
     c.allreduce = v.algo;
     c.compress = v.compress;
     c.accumulate = v.accumulate;
@@ -79,6 +84,10 @@ void check_bit_identical(const Variant& v) {
   bool ok = !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
   // The overlapped run really used the communication thread (one rank has nothing to send).
   if (world.rank() == 0) ok = ok && !active[0] && active[1] == (n > 1);
+  // Data parallelism keeps one model: every rank holds rank 0's parameters.
+  std::vector<float> root = a;
+  world.broadcast(root, 0);
+  ok = ok && root.size() == a.size() && std::memcmp(root.data(), a.data(), a.size() * sizeof(float)) == 0;
   INFO(describe(v) << ", overlap active off/on " << active[0] << "/" << active[1]);
   CHECK(all_ranks(ok));
 }
@@ -126,4 +135,13 @@ TEST_CASE("Overlap on and off bit-identical: hier with two ranks per node", "[hi
 TEST_CASE("Overlap on and off bit-identical: ring with 16-bit gradient transport", "[compress]") {
   check_bit_identical({.algo = "ring", .compress = "bf16"});
   check_bit_identical({.algo = "ring", .compress = "fp16"});
+}
+
+TEST_CASE("Overlap on and off bit-identical: bf16 compute (--precision bf16)", "[precision]") {
+  if (const std::string why = precision_refusal_here(Precision::kBf16); !why.empty()) {
+    WARN("skipped: " << why);
+    return;
+  }
+  check_bit_identical({.algo = "ring", .precision = "bf16"});
+  check_bit_identical({.algo = "rab", .compress = "bf16", .accumulate = 2, .precision = "bf16"});
 }

@@ -68,12 +68,16 @@ def read_records(path):
     return records
 
 
+texts = {}  # directory -> [(file index, step, tag, text)] of its text summaries
+
+
 def read_run(pb, directory):
-    """[(step, {tag: value})] of every summary event of the run's files, in order."""
+    """[(step, {tag: value})] of every scalar summary event of the run's files, in order;
+    text summaries (TensorBoard's text plugin) go to texts[directory]."""
     files = sorted(glob.glob(os.path.join(directory, "events.out.tfevents.*")))
     check(len(files) >= 1, f"{directory}: no event file")
     out = []
-    for path in files:
+    for index, path in enumerate(files):
         events = [pb.Event.FromString(r) for r in read_records(path)]
         if not check(len(events) >= 1, f"{path}: empty"):
             continue
@@ -84,9 +88,17 @@ def read_run(pb, directory):
             check(e.wall_time > 1.5e9, f"{path}: wall_time {e.wall_time} is not a Unix time")
             values = {}
             for v in e.summary.value:
+                if v.WhichOneof("value") == "tensor":
+                    t = v.tensor
+                    check(v.metadata.plugin_data.plugin_name == "text" and t.dtype == 7
+                          and len(t.string_val) == 1, f"{path}: {v.tag} is not a text summary: {v}")
+                    texts.setdefault(directory, []).append((index, e.step, v.tag,
+                                                            t.string_val[0].decode() if t.string_val else ""))
+                    continue
                 check(v.WhichOneof("value") == "simple_value", f"{path}: {v.tag} is not a simple_value")
                 values[v.tag] = v.simple_value
-            out.append((e.step, values))
+            if values:
+                out.append((e.step, values))
     return out
 
 
@@ -117,6 +129,17 @@ def main():
         check(set(values) == set(want), f"epoch step {step}: tags {sorted(values)} != {sorted(want)}")
         for tag, v in want.items():
             check(tag in values and close(values[tag], v), f"epoch step {step}: {tag} {values.get(tag)} != {v}")
+
+    # epoch/ also holds the run's settings as text, once, at step 0 of its first event file,
+    # with config.json's values (precision among them).
+    config = json.load(open(os.path.join(run_dir, "config.json")))
+    settings = texts.get(os.path.join(tb, "epoch"), [])
+    check([(i, s, tag) for i, s, tag, _ in settings] == [(0, 0, "run/config")],
+          f"epoch/ text summaries {[(i, s, tag) for i, s, tag, _ in settings]} != [(0, 0, 'run/config')]")
+    for key in ("model", "precision", "world_size", "allreduce", "compress"):
+        want = config[key] if isinstance(config[key], str) else json.dumps(config[key])
+        check(any(f"| {key} | {want} |" in text for _, _, _, text in settings),
+              f"run/config text has no row '| {key} | {want} |'")
 
     # step/: rank 0's log records.
     steps = jsonl(os.path.join(run_dir, "rank-0.jsonl"), "step")

@@ -6,7 +6,8 @@
 # errors, a full disk under a log) gives its one-line error on every rank and a non-zero
 # exit; a log cut off mid-line is read with a warning; a stopped rank ends the job through
 # the stall watchdog; TensorBoard event files decode and match the logs; --config files
-# apply, lose to flags, round-trip, and fail in one line naming the file and the key.
+# apply, lose to flags, round-trip, and fail in one line naming the file and the key;
+# --precision bf16 is refused without native bf16 and otherwise trains and resumes in fp32.
 # Usage: cli_test.sh <ringtrain binary> <case>
 set -uo pipefail
 
@@ -43,6 +44,44 @@ one_line_error() {  # one_line_error <log> <exit> <expected exit> <pattern>: a l
 params_crc() { "$bin" inspect "$1" | $py -c 'import json,sys; print(json.load(sys.stdin)["sections"]["params_crc32"])'; }
 
 case $case_name in
+precision)
+  # bf16 compute. On a CPU without native bf16 (ONEDNN_MAX_CPU_ISA caps oneDNN's ISA as such a
+  # CPU would) --precision bf16 is refused on every rank, exit 2, before anything is written.
+  "${mpi[@]}" -np 2 -x ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI "$bin" train "${data[@]}" --epochs 1 --precision bf16 \
+    --run-dir "$work/refused" > "$work/refused.log" 2>&1
+  expect_fail "$work/refused.log" 2 "needs a CPU with native bf16 .*; this one runs [a-z0-9_]+: use --precision fp32" 2 $?
+  [[ ! -e $work/refused ]] || fail "a refused run wrote $work/refused"
+  if ! grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+    echo "bf16 runs skipped: this CPU has neither avx512_bf16 nor amx_bf16"
+    exit 0
+  fi
+  # Where the CPU has it: a bf16 run learns, says bf16 in its start line, config and summary,
+  # and keeps fp32 master weights: fp32 eval reads its model, an fp32 run resumes from it.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]:0:${#data[@]}-1}" --progress plain --epochs 2 --precision bf16 \
+    --checkpoint-every 1 --run-dir "$work/b" > "$work/b.log" 2>&1 || { cat "$work/b.log" >&2; fail "bf16 run failed"; }
+  grep -q "bf16 compute, 1 thread(s) per rank" "$work/b.log" || { cat "$work/b.log" >&2; fail "start line without bf16"; }
+  grep -qx 'precision = "bf16"' "$work/b/config.toml" || fail "config.toml without precision = \"bf16\""
+  "$bin" eval --checkpoint "$work/b/model.rtck" > "$work/eval.log" 2>&1 || { cat "$work/eval.log" >&2; fail "eval of a bf16 run's model"; }
+  cp "$work/b/summary.json" "$work/b-summary.json"
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 3 --precision fp32 --checkpoint-every 1 --run-dir "$work/b" \
+    --resume auto > "$work/r.log" 2>&1 || { cat "$work/r.log" >&2; fail "fp32 resume of a bf16 run"; }
+  $py - "$work/b" "$work/b-summary.json" "$work/eval.log" <<'PY' || fail "bf16 run records"
+import json, pathlib, re, sys
+d = pathlib.Path(sys.argv[1])
+b = json.loads(open(sys.argv[2]).read())
+cfg = json.loads((d / "config.json").read_text())
+assert b["precision"] == "bf16" and b["steps"] == 32, b
+# The synthetic set is learnable: bf16 gets far above chance (0.1) in 32 steps, as fp32 does
+# in the run_dir case.
+assert b["final_test_accuracy"] >= 0.9, b["final_test_accuracy"]
+# eval computes in fp32 on the fp32 master weights: near the bf16 run's own last evaluation.
+m = re.search(r"(\d+) test samples, loss ([0-9.]+), accuracy ([0-9.]+)", open(sys.argv[3]).read())
+assert m and abs(float(m[2]) - b["final_test_loss"]) < 0.05 and abs(float(m[3]) - b["final_test_accuracy"]) < 0.03, (m and m.groups(), b)
+s = json.loads((d / "summary.json").read_text())
+assert s["precision"] == "fp32" and s["steps"] == 48 and s["epochs_completed"] == 3, s
+assert cfg["precision"] == "fp32", cfg["precision"]
+PY
+  ;;
 run_dir)
   # --overlap on: the communication thread's records are checked below (auto may leave it
   # off on this host; that choice is checked at the end).
