@@ -43,7 +43,10 @@ struct TrainConfig {
   std::uint64_t seed = 42;
 
   // Distribution.
-  std::string allreduce = "ring";    // ring | hier | mpi | ps | rd | auto
+  std::string allreduce = "ring";    // ring | hier | mpi | ps | rd | rab | auto
+  // The cost model's parameters for --allreduce auto (allreduce_bench --calibrate writes
+  // them); empty: the built-in defaults (AllreduceCostModel.h). Read on every rank.
+  std::string tuning;
   std::string compress = "none";     // gradient transport: none | bf16 | fp16
   double bucket_mb = 4.0;            // gradient bucket size
   // Reduce buckets beside backward on a communication thread: on | off | auto (on across
