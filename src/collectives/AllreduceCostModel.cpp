@@ -178,27 +178,32 @@ void write_cost_model(const AllreduceCostModel& model, const std::string& path,
 
 AllreduceCostModel read_cost_model_everywhere(Communicator& comm, const std::string& path) {
   AllreduceCostModel model;
-  // Each rank's outcome: "+" and the parameters as read, or "!" and the error.
+  // Each rank's outcome: "+", its path, a newline and the parameters as read; or "!" and
+  // the error. Every rank builds the same message from the same gathered outcomes.
   std::string mine;
   try {
     if (!path.empty()) model = read_cost_model(path);
-    mine = "+" + cost_model_text(model);
+    mine = "+" + path + "\n" + cost_model_text(model);
   } catch (const std::exception& e) {
     mine = std::string("!") + e.what();
   }
   const std::vector<std::string> all = comm.allgather(mine);
-  std::string failed, differ;
+  const auto values = [](const std::string& outcome) { return outcome.substr(outcome.find('\n') + 1); };
+  std::string failed, failed_ranks, differ;
   for (std::size_t r = 0; r < all.size(); ++r) {
-    if (all[r][0] == '!' && failed.empty())
-      failed = all[r].substr(1) + " (rank " + std::to_string(r) + ")";
-    if (all[r][0] == '+' && all[0][0] == '+' && all[r] != all[0])
+    if (all[r][0] == '!') {
+      if (failed.empty()) failed = all[r].substr(1);  // the lowest failing rank's reason
+      failed_ranks += (failed_ranks.empty() ? "" : ", ") + std::to_string(r);
+    }
+    if (all[r][0] == '+' && all[0][0] == '+' && values(all[r]) != values(all[0]))
       differ += (differ.empty() ? "" : ", ") + std::to_string(r);
   }
-  // Every rank throws the same text (a rank's own error first would differ by rank).
-  if (!failed.empty()) throw std::runtime_error("--tuning " + failed);
-  if (!differ.empty())
-    throw std::runtime_error("--tuning " + path + ": rank(s) " + differ +
+  if (!failed.empty()) throw std::runtime_error("--tuning " + failed + " (on rank(s) " + failed_ranks + ")");
+  if (!differ.empty()) {
+    const std::string first = all[0].substr(1, all[0].find('\n') - 1);
+    throw std::runtime_error("--tuning " + first + ": rank(s) " + differ +
                              " read other parameters than rank 0 (the file differs between nodes)");
+  }
   return model;
 }
 

@@ -71,8 +71,9 @@ std::string cost_model_text(const AllreduceCostModel& model);
 
 // Collective: reads `path` on every rank (empty: the built-in defaults everywhere) and
 // checks that every rank read the same parameters. Throws std::runtime_error on every rank,
-// with the same one-line message, naming the file and the ranks that could not read it or
-// read other values than rank 0 (a file that differs between nodes).
+// with the same one-line message: the lowest failing rank's error and the ranks that could
+// not read the file, or rank 0's path and the ranks that read other values (a file that
+// differs between nodes).
 AllreduceCostModel read_cost_model_everywhere(Communicator& comm, const std::string& path);
 
 }  // namespace ringtrain

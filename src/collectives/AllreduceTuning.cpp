@@ -52,13 +52,13 @@ AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
   }
   if (layout.nodes_with_several_ranks > 1) {
     plan.algo = AllreduceAlgo::kHierarchical;
-    plan.basis = "several ranks on several nodes: hier (not modelled)";
+    plan.basis = "several ranks on several nodes, not modelled";
     return plan;
   }
   if (layout.nodes == 1) {
     const bool rd = compression == Compression::kNone && bytes < tuning.auto_ring_min_bytes_single_host;
     plan.algo = rd ? AllreduceAlgo::kRecursiveDoubling : AllreduceAlgo::kRing;
-    plan.basis = "one host: measured crossover (not modelled)";
+    plan.basis = "one host, measured crossover, not modelled";
     return plan;
   }
   return choose_by_cost_model(bytes, layout.ranks, compression, tuning.rd_doubling_max_bytes, model);

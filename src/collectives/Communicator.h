@@ -48,8 +48,8 @@ struct AllreduceCostModel;  // AllreduceCostModel.h
 struct AllreducePlan {
   AllreduceAlgo algo = AllreduceAlgo::kRing;
   // "cost model", "forced" (an algorithm other than auto was asked for), or the rule auto
-  // followed where the model does not apply ("one rank", "one host: ...", "several ranks
-  // on several nodes: ...").
+  // followed where the model does not apply ("one rank", "one host, measured crossover, not
+  // modelled", "several ranks on several nodes, not modelled").
   std::string basis;
   std::vector<std::pair<AllreduceAlgo, double>> predicted_s;
 };

@@ -115,7 +115,11 @@ TEST_CASE("auto with the built-in parameters: the choices of allreduce-auto-choi
   CHECK(algo(128 * kKiB, 4) == AllreduceAlgo::kRecursiveDoubling);
   CHECK(algo(256 * kKiB, 4) == AllreduceAlgo::kRing);
   CHECK(algo(256 * kMiB, 4) == AllreduceAlgo::kRing);
-  // 16-bit transport: ring or rab only.
-  CHECK(plan_auto_allreduce(16 * kKiB, NodeLayout{4, 4, 0}, Compression::kBf16, tuning, m).algo ==
+  // 16-bit transport: ring or rab only; at 4 nodes and 16 KiB rab's 4 rounds against the
+  // ring's 6 (the rule before took the ring at every size).
+  const AllreducePlan bf16 = plan_auto_allreduce(16 * kKiB, NodeLayout{4, 4, 0}, Compression::kBf16, tuning, m);
+  CHECK(bf16.algo == AllreduceAlgo::kRabenseifner);
+  CHECK(bf16.predicted_s.size() == 2);
+  CHECK(plan_auto_allreduce(64 * kMiB, NodeLayout{4, 4, 0}, Compression::kBf16, tuning, m).algo ==
         AllreduceAlgo::kRing);
 }

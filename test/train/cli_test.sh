@@ -573,7 +573,7 @@ tuning)
   }
   "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --allreduce auto --tuning "$work/absent.tuning" \
     --run-dir "$work/t0" > "$work/log" 2>&1
-  expect_fail "$work/log" nonzero "absent.tuning: cannot open the tuning file" 2 $?
+  expect_fail "$work/log" nonzero "absent.tuning: cannot open the tuning file \\(on rank\\(s\\) 0, 1\\)" 2 $?
   only_errors "$work/log" 2
   [[ ! -e $work/t0/rank-0.jsonl ]] || fail "training started with a missing tuning file"
   printf 'alpha_s = 5e-5\nbeta_s_per_byte = fast\n' > "$work/bad.tuning"
@@ -586,7 +586,7 @@ tuning)
   mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -np 1 "$bin" train "${data[@]}" --epochs 1 \
     --tuning "$work/good.tuning" : -np 1 "$bin" train "${data[@]}" --epochs 1 --tuning "$work/gone.tuning" \
     > "$work/log" 2>&1
-  expect_fail "$work/log" nonzero "gone.tuning: cannot open the tuning file \\(rank 1\\)" 2 $?
+  expect_fail "$work/log" nonzero "gone.tuning: cannot open the tuning file \\(on rank\\(s\\) 1\\)" 2 $?
   only_errors "$work/log" 2
   mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -np 1 "$bin" train "${data[@]}" --epochs 1 \
     --tuning "$work/good.tuning" : -np 1 "$bin" train "${data[@]}" --epochs 1 --tuning "$work/other.tuning" \
