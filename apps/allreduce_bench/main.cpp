@@ -106,11 +106,13 @@ void add_options(CLI::App& app, Options& o) {
                "after the table, the cost model's time for each ring/rab/rd row beside the "
                "measured one (one rank per node assumed)");
   auto* tuning = app.add_option("--tuning", o.tuning,
-                                "cost model parameters from this file (as --calibrate writes it)");
+                                "cost model parameters from this file (as --calibrate writes it; "
+                                "read on every rank, which must all read the same values); auto "
+                                "and --predict use them");
   app.add_option("--calibrate", o.calibrate,
                  "measure the cost model's parameters first (ping-pong, two-way stream and "
                  "reduction between rank 0 and the last rank of the node order), write them "
-                 "to this file and use them for --predict")
+                 "to this file and use them for auto and --predict")
       ->excludes(tuning);
   app.add_option("--alpha-s", o.model.alpha_s, "cost model: seconds per round")
       ->capture_default_str()
@@ -121,6 +123,19 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--gamma-s-per-byte", o.model.gamma_s_per_byte,
                  "cost model: seconds per byte of fp32 addition")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--rendezvous-beta-s-per-byte", o.model.rendezvous_beta_s_per_byte,
+                 "cost model: seconds per byte of a message sent whole above the eager limit")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--eager-limit-bytes", o.model.eager_limit_bytes,
+                 "cost model: largest message sent eagerly (btl_tcp_eager_limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--choice-margin", o.model.choice_margin,
+                 "cost model: auto takes the first of ring, rd, rab predicted within this "
+                 "fraction of the fastest")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--csv", o.csv, "also write the results as CSV");
@@ -143,10 +158,11 @@ void add_tuning_options(CLI::App& app, Options& o) {
                  "hier: the leaders all-reduce the node sum in pieces of this size (KiB)")
       ->capture_default_str();
   app.add_option("--auto-ring-min", o.auto_ring_min,
-                 "auto across hosts, power-of-two rank count: ring from this size on, rd below")
+                 "hier's leaders, power-of-two node count: ring from this size on, rd below "
+                 "(auto across nodes chooses by the cost model)")
       ->capture_default_str();
   app.add_option("--auto-ring-min-non-pow2", o.auto_ring_min_non_pow2,
-                 "auto across hosts, other rank counts: ring from this size on, rd below")
+                 "hier's leaders, other node counts: ring from this size on, rd below")
       ->capture_default_str();
   app.add_option("--auto-ring-min-shm", o.auto_ring_min_shm,
                  "auto on one host: ring from this size on")
@@ -156,24 +172,26 @@ void add_tuning_options(CLI::App& app, Options& o) {
       ->capture_default_str();
 }
 
-// Rank 0's two header lines: the job, where auto switches, and the settings.
+// Rank 0's two header lines: the job, what auto runs, and the settings.
 void print_header(const ringtrain::MpiCommunicator& comm, const std::vector<std::string>& hosts,
-                  const ringtrain::BenchConfig& config, const Options& o) {
+                  const Options& o) {
   std::string host_list;
   for (const auto& h : hosts) host_list += (host_list.empty() ? "" : ",") + h;
-  const bool single_host = comm.single_host();
   const auto& layout = comm.layout();
-  const std::size_t rd_below =
-      single_host ? config.tuning.auto_ring_min_bytes_single_host
-                  : ringtrain::auto_ring_min_bytes_across_hosts(config.tuning, layout.ranks);
-  const auto at_64m = comm.resolve(ringtrain::AllreduceAlgo::kAuto, std::size_t{64} << 20,
-                                   ringtrain::Compression::kNone);
+  std::string choices;
+  for (const std::size_t bytes : {std::size_t{4} << 10, std::size_t{64} << 10, std::size_t{1} << 20,
+                                  std::size_t{64} << 20}) {
+    const auto plan = comm.plan_allreduce(ringtrain::AllreduceAlgo::kAuto, bytes,
+                                          ringtrain::Compression::kNone);
+    choices += (choices.empty() ? "" : ", ") + std::to_string(bytes >> 10) + "K " +
+               std::string(ringtrain::allreduce_algo_name(plan.algo));
+    if (bytes == (std::size_t{64} << 20)) choices += " (" + plan.basis + ")";
+  }
   std::cout << "# allreduce_bench: " << comm.size() << " ranks, " << comm.library_version()
             << ", hosts " << host_list << " (MPI_COMM_TYPE_SHARED: " << layout.nodes
             << " node(s), " << layout.nodes_with_several_ranks << " with several ranks; auto runs "
-            << ringtrain::allreduce_algo_name(at_64m) << " at 64 MiB, rd below "
-            << rd_below / 1024 << "K)"
-            << "\n# ring chunk " << (single_host ? o.chunk_kb : o.net_chunk_kb) << " KiB x"
+            << choices << ")"
+            << "\n# ring chunk " << (comm.single_host() ? o.chunk_kb : o.net_chunk_kb) << " KiB x"
             << o.recv_depth << ", transport " << o.compress << ", warmup " << o.warmup
             << ", iters " << o.iters << " x best of " << o.repeats << ", op "
             << (o.mean ? "mean" : "sum")
@@ -184,7 +202,9 @@ void print_header(const ringtrain::MpiCommunicator& comm, const std::vector<std:
 void print_predictions(const std::vector<ringtrain::BenchRow>& rows, int ranks,
                        const ringtrain::BenchConfig& config, const Options& o) {
   std::cout << "# cost model (alpha " << o.model.alpha_s << " s, beta " << o.model.beta_s_per_byte
-            << " s/B, gamma " << o.model.gamma_s_per_byte << " s/B), one rank per node:\n"
+            << " s/B, rendezvous beta " << o.model.rendezvous_beta_s_per_byte << " s/B above "
+            << o.model.eager_limit_bytes << " B, gamma " << o.model.gamma_s_per_byte
+            << " s/B), one rank per node:\n"
             << "#     size(B)      algo  predicted(us)   measured(us)   error\n";
   for (const auto& p : ringtrain::predict_bench_rows(rows, ranks,
                                                      config.tuning.rd_doubling_max_bytes, o.model)) {
@@ -195,17 +215,20 @@ void print_predictions(const std::vector<ringtrain::BenchRow>& rows, int ranks,
 }
 
 void calibrate(ringtrain::MpiCommunicator& comm, Options& o) {
-  o.model = ringtrain::calibrate_cost_model(comm);
+  o.model = ringtrain::calibrate_cost_model(comm, o.model);
+  comm.set_cost_model(o.model);
   if (comm.rank() != 0) return;
   const std::string note = "allreduce_bench --calibrate, " + std::to_string(comm.size()) +
                            " ranks, " + std::to_string(comm.layout().nodes) + " node(s)";
   ringtrain::write_cost_model(o.model, o.calibrate, note);
   std::cout << "# calibrated (" << o.calibrate << "): alpha " << o.model.alpha_s << " s, beta "
-            << o.model.beta_s_per_byte << " s/B, gamma " << o.model.gamma_s_per_byte << " s/B\n";
+            << o.model.beta_s_per_byte << " s/B, rendezvous beta "
+            << o.model.rendezvous_beta_s_per_byte << " s/B, gamma " << o.model.gamma_s_per_byte
+            << " s/B\n";
 }
 
-// Parses the command line into `config`; returns an exit code to end with (help: 0,
-// unreadable tuning file: 1, usage error: 2) or -1 to go on.
+// Parses the command line into `config`; returns an exit code to end with (help: 0, usage
+// error: 2) or -1 to go on. The tuning file is read later, on every rank (main).
 int parse(int argc, char** argv, int rank, Options& o, ringtrain::BenchConfig& config) {
   CLI::App app{"allreduce_bench: all-reduce bandwidth and latency (nccl-tests style)"};
   add_options(app, o);
@@ -213,7 +236,6 @@ int parse(int argc, char** argv, int rank, Options& o, ringtrain::BenchConfig& c
   try {
     app.parse(argc, argv);
     config = make_config(o);
-    if (!o.tuning.empty()) o.model = ringtrain::read_cost_model(o.tuning);
   } catch (const CLI::CallForHelp&) {
     if (rank == 0) std::cout << app.help();
     return 0;
@@ -225,9 +247,6 @@ int parse(int argc, char** argv, int rank, Options& o, ringtrain::BenchConfig& c
     if (rank == 0)
       std::fprintf(stderr, "allreduce_bench: usage error: %s (see --help)\n", e.what());
     return 2;
-  } catch (const std::runtime_error& e) {  // the tuning file (CLI's errors are caught above)
-    if (rank == 0) std::fprintf(stderr, "allreduce_bench: error: %s\n", e.what());
-    return 1;
   }
   return -1;
 }
@@ -245,10 +264,21 @@ int main(int argc, char** argv) {
 
     ringtrain::MpiCommunicatorOptions options;
     options.tuning = config.tuning;
+    options.cost_model = o.model;
     auto comm = std::make_unique<ringtrain::MpiCommunicator>(MPI_COMM_WORLD, options);
+    if (!o.tuning.empty()) {
+      try {
+        o.model = ringtrain::read_cost_model_everywhere(*comm, o.tuning);
+      } catch (const std::runtime_error& e) {
+        // Every rank has the same message and leaves with it: no rank is left waiting.
+        std::fprintf(stderr, "allreduce_bench: [rank %d] error: %s\n", rank, e.what());
+        return 1;
+      }
+      comm->set_cost_model(o.model);
+    }
     const auto hosts = comm->allgather(comm->host_name());
-    if (rank == 0) print_header(*comm, hosts, config, o);
     if (!o.calibrate.empty()) calibrate(*comm, o);
+    if (rank == 0) print_header(*comm, hosts, o);
     const auto rows = ringtrain::run_allreduce_bench(*comm, config, &std::cout);
     std::uint64_t errors = 0;
     for (const auto& r : rows) errors += r.errors;

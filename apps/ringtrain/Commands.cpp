@@ -211,7 +211,10 @@ void Commands::add_train_distribution_options(CLI::App& t) {
   TrainConfig& c = train_config_;
   t.option_defaults()->group("Distribution");
   const std::vector<std::string> algos = {"ring", "hier", "mpi", "ps", "rd", "rab", "auto"};
-  t.add_option("--allreduce", c.allreduce, "Gradient all-reduce: " + joined(algos))
+  t.add_option("--allreduce", c.allreduce,
+                "Gradient all-reduce: " + joined(algos) +
+                    " (auto: per bucket size, by a cost model across nodes, hier with several ranks on several "
+                    "nodes, rd/ring by size on one host; the start line and summary.json name its choice)")
       ->capture_default_str()
       ->check(CLI::IsMember(algos));
   const std::vector<std::string> transports = {"none", "bf16", "fp16"};
@@ -221,6 +224,9 @@ void Commands::add_train_distribution_options(CLI::App& t) {
       ->capture_default_str()
       ->check(CLI::IsMember(transports));
   t.add_option("--bucket-mb", c.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
+  t.add_option("--tuning", c.tuning,
+                "Cost model parameters for --allreduce auto, as 'allreduce_bench --calibrate FILE' writes them "
+                "(default: built-in, fitted to 1 Gbit links); read on every rank, which must all read the same values");
   // A string, so config.toml writes and reads back the same word.
   t.add_option("--overlap", overlap_,
                 "Reduce each gradient bucket on a communication thread as soon as backward has finished it (off: "
@@ -250,9 +256,10 @@ void Commands::add_train_distribution_options(CLI::App& t) {
       ->capture_default_str();
   // Flags of the other mode are mistakes, not no-ops: say so before MPI starts.
   t.parse_complete_callback([this, &t] {
-    if (train_config_.mode == "async" && (t.count("--allreduce") > 0 || t.count("--bucket-mb") > 0)) {
-      throw CLI::ValidationError("--mode async", "--allreduce and --bucket-mb apply to --mode sync; --mode async "
-                                                 "exchanges gradients through its parameter servers");
+    if (train_config_.mode == "async" &&
+        (t.count("--allreduce") > 0 || t.count("--bucket-mb") > 0 || t.count("--tuning") > 0)) {
+      throw CLI::ValidationError("--mode async", "--allreduce, --bucket-mb and --tuning apply to --mode sync; --mode "
+                                                 "async exchanges gradients through its parameter servers");
     }
     if (train_config_.mode == "sync" && (t.count("--servers") > 0 || t.count("--max-staleness") > 0)) {
       throw CLI::ValidationError("--mode sync", "--servers and --max-staleness apply to --mode async");

@@ -1,14 +1,59 @@
 // The alpha-beta-gamma predictions of AllreduceCostModel.h, round by round as the code
-// sends (RingAllreduce.cpp, RabenseifnerAllreduce.cpp, HalvingDoublingAllreduce.cpp).
+// sends (RingAllreduce.cpp, RabenseifnerAllreduce.cpp, HalvingDoublingAllreduce.cpp), the
+// choice auto makes from them, and the tuning file.
 #include "collectives/AllreduceCostModel.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ringtrain {
+namespace {
+
+// The file's keys, in field order: one list, read and written alike.
+struct Key {
+  const char* name;
+  double AllreduceCostModel::*field;
+};
+constexpr Key kKeys[] = {
+    {"alpha_s", &AllreduceCostModel::alpha_s},
+    {"beta_s_per_byte", &AllreduceCostModel::beta_s_per_byte},
+    {"rendezvous_beta_s_per_byte", &AllreduceCostModel::rendezvous_beta_s_per_byte},
+    {"gamma_s_per_byte", &AllreduceCostModel::gamma_s_per_byte},
+    {"eager_limit_bytes", &AllreduceCostModel::eager_limit_bytes},
+    {"choice_margin", &AllreduceCostModel::choice_margin},
+};
+
+std::string key_list() {
+  std::string list;
+  for (const Key& k : kKeys) list += (list.empty() ? "" : ", ") + std::string(k.name);
+  return list;
+}
+
+// rd without its fold: recursive doubling of the whole vector, or halving-doubling in whole
+// messages of n/2, n/4, ... each way (above the eager limit they go by rendezvous).
+double predict_rd(double n, int q, double rounds, const AllreduceCostModel& m,
+                  bool whole_vector) {
+  const auto link = [&](double size) {
+    return size * (size > m.eager_limit_bytes ? m.rendezvous_beta_s_per_byte : m.beta_s_per_byte);
+  };
+  if (whole_vector) return rounds * (m.alpha_s + link(n) + n * m.gamma_s_per_byte);
+  double t = 0;
+  double message = n;
+  for (int j = 1; j < q; j *= 2) {
+    message /= 2;
+    t += 2 * (m.alpha_s + link(message)) + message * m.gamma_s_per_byte;
+  }
+  return t;
+}
+
+}  // namespace
 
 double predict_allreduce_seconds(AllreduceAlgo algo, std::size_t bytes, int ranks,
                                  Compression compression, std::size_t doubling_max_bytes,
@@ -21,27 +66,56 @@ double predict_allreduce_seconds(AllreduceAlgo algo, std::size_t bytes, int rank
   int q = 1;
   while (q * 2 <= ranks) q *= 2;
   const double rounds = std::log2(static_cast<double>(q));
-  const double fold = q == ranks ? 0.0 : 2 * (m.alpha_s + w * m.beta_s_per_byte) + n * m.gamma_s_per_byte;
-  const double halving_doubling = 2 * rounds * m.alpha_s +
-                                  2 * (q - 1) / static_cast<double>(q) * w * m.beta_s_per_byte +
-                                  (q - 1) / static_cast<double>(q) * n * m.gamma_s_per_byte;
+  const double qf = q;
   switch (algo) {
     case AllreduceAlgo::kRing:
-      return 2 * (p - 1) * m.alpha_s + 2 * (p - 1) / p * w * m.beta_s_per_byte +
-             (p - 1) / p * n * m.gamma_s_per_byte;
-    case AllreduceAlgo::kRabenseifner:
-      return halving_doubling + fold;
-    case AllreduceAlgo::kRecursiveDoubling:
+      return 2 * (p - 1) * m.alpha_s +
+             (p - 1) / p * (2 * w * m.beta_s_per_byte + n * m.gamma_s_per_byte);
+    case AllreduceAlgo::kRabenseifner: {
+      // The fold's whole vector travels in chunks below the eager limit, like the rounds.
+      const double fold = q == ranks ? 0.0
+                                     : 2 * (m.alpha_s + w * m.beta_s_per_byte) + n * m.gamma_s_per_byte;
+      return 2 * rounds * m.alpha_s +
+             (qf - 1) / qf * (2 * w * m.beta_s_per_byte + n * m.gamma_s_per_byte) + fold;
+    }
+    case AllreduceAlgo::kRecursiveDoubling: {
       if (compression != Compression::kNone)
         throw std::invalid_argument("predict_allreduce_seconds: rd moves fp32 only");
-      if (bytes <= doubling_max_bytes || bytes / 4 < static_cast<std::size_t>(q))
-        return rounds * (m.alpha_s + n * m.beta_s_per_byte + n * m.gamma_s_per_byte) + fold;
-      return halving_doubling + fold;
+      const double whole = n > m.eager_limit_bytes ? m.rendezvous_beta_s_per_byte : m.beta_s_per_byte;
+      const double fold =
+          q == ranks ? 0.0 : 2 * (m.alpha_s + n * whole) + n * m.gamma_s_per_byte;
+      const bool whole_vector =
+          bytes <= doubling_max_bytes || bytes / 4 < static_cast<std::size_t>(q);
+      return predict_rd(n, q, rounds, m, whole_vector) + fold;
+    }
     default:
       break;
   }
   throw std::invalid_argument("predict_allreduce_seconds: no model for '" +
                               std::string(allreduce_algo_name(algo)) + "' (ring, rab, rd)");
+}
+
+AllreducePlan choose_by_cost_model(std::size_t bytes, int ranks, Compression compression,
+                                   std::size_t doubling_max_bytes, const AllreduceCostModel& model) {
+  // The order of preference on near-ties: the ring (the default, measured at every size and
+  // node count), rd (measured below 4 MiB), rab (measured at 2 nodes only).
+  AllreducePlan plan;
+  plan.basis = "cost model";
+  for (const AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kRecursiveDoubling,
+                                   AllreduceAlgo::kRabenseifner}) {
+    if (algo == AllreduceAlgo::kRecursiveDoubling && compression != Compression::kNone) continue;
+    plan.predicted_s.emplace_back(
+        algo, predict_allreduce_seconds(algo, bytes, ranks, compression, doubling_max_bytes, model));
+  }
+  double fastest = plan.predicted_s.front().second;
+  for (const auto& [algo, seconds] : plan.predicted_s) fastest = std::min(fastest, seconds);
+  for (const auto& [algo, seconds] : plan.predicted_s) {
+    if (seconds <= fastest * (1 + model.choice_margin)) {
+      plan.algo = algo;
+      break;
+    }
+  }
+  return plan;
 }
 
 namespace {
@@ -71,30 +145,66 @@ AllreduceCostModel read_cost_model(const std::string& path) {
     const double value = std::strtod(text.c_str(), &end);
     if (text.empty() || *end != '\0' || !std::isfinite(value) || value < 0)
       throw std::runtime_error(where + key + " must be a finite number >= 0 (got '" + text + "')");
-    if (key == "alpha_s") {
-      model.alpha_s = value;
-    } else if (key == "beta_s_per_byte") {
-      model.beta_s_per_byte = value;
-    } else if (key == "gamma_s_per_byte") {
-      model.gamma_s_per_byte = value;
-    } else {
-      throw std::runtime_error(where + "unknown key '" + key +
-                               "' (expected alpha_s, beta_s_per_byte or gamma_s_per_byte)");
+    bool known = false;
+    for (const Key& k : kKeys) {
+      if (key != k.name) continue;
+      model.*k.field = value;
+      known = true;
     }
+    if (!known)
+      throw std::runtime_error(where + "unknown key '" + key + "' (expected " + key_list() + ")");
   }
+  if (in.bad()) throw std::runtime_error(path + ": read error");
   return model;
+}
+
+std::string cost_model_text(const AllreduceCostModel& model) {
+  std::string text;
+  for (const Key& k : kKeys) {
+    char value[40];
+    std::snprintf(value, sizeof value, "%.9g", model.*k.field);
+    text += std::string(k.name) + " = " + value + "\n";
+  }
+  return text;
 }
 
 void write_cost_model(const AllreduceCostModel& model, const std::string& path,
                       const std::string& comment) {
   std::ofstream out(path);
   if (!out) throw std::runtime_error(path + ": cannot write the tuning file");
-  out.precision(9);
-  out << "# " << comment << "\n"
-      << "alpha_s = " << model.alpha_s << "\n"
-      << "beta_s_per_byte = " << model.beta_s_per_byte << "\n"
-      << "gamma_s_per_byte = " << model.gamma_s_per_byte << "\n";
+  out << "# " << comment << "\n" << cost_model_text(model);
   if (!out) throw std::runtime_error(path + ": write failed");
+}
+
+AllreduceCostModel read_cost_model_everywhere(Communicator& comm, const std::string& path) {
+  AllreduceCostModel model;
+  // Each rank's outcome: "+", its path, a newline and the parameters as read; or "!" and
+  // the error. Every rank builds the same message from the same gathered outcomes.
+  std::string mine;
+  try {
+    if (!path.empty()) model = read_cost_model(path);
+    mine = "+" + path + "\n" + cost_model_text(model);
+  } catch (const std::exception& e) {
+    mine = std::string("!") + e.what();
+  }
+  const std::vector<std::string> all = comm.allgather(mine);
+  const auto values = [](const std::string& outcome) { return outcome.substr(outcome.find('\n') + 1); };
+  std::string failed, failed_ranks, differ;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r][0] == '!') {
+      if (failed.empty()) failed = all[r].substr(1);  // the lowest failing rank's reason
+      failed_ranks += (failed_ranks.empty() ? "" : ", ") + std::to_string(r);
+    }
+    if (all[r][0] == '+' && all[0][0] == '+' && values(all[r]) != values(all[0]))
+      differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!failed.empty()) throw std::runtime_error("--tuning " + failed + " (on rank(s) " + failed_ranks + ")");
+  if (!differ.empty()) {
+    const std::string first = all[0].substr(1, all[0].find('\n') - 1);
+    throw std::runtime_error("--tuning " + first + ": rank(s) " + differ +
+                             " read other parameters than rank 0 (the file differs between nodes)");
+  }
+  return model;
 }
 
 }  // namespace ringtrain

@@ -1,6 +1,7 @@
 // An alpha-beta-gamma model of the hand-written all-reduce algorithms as they are coded,
-// for one rank per node (docs/benchmarks/allreduce-rab.md has the formulas and where the
-// default parameters come from). It predicts; `auto` does not use it yet.
+// for ranks that talk over a network link each (docs/collectives-cost-model.md has the
+// formulas, the parameters, how `allreduce_bench --calibrate` measures them and where the
+// defaults come from), and the choice `auto` makes from it (AllreduceTuning.h says when).
 #pragma once
 
 #include <cstddef>
@@ -11,34 +12,68 @@
 namespace ringtrain {
 
 struct AllreduceCostModel {
-  // Per round of messages: latency and per-message overhead. ~0 on the emulated 1 Gbit
-  // links with a 128 KB tbf burst (2 nodes: 64 KiB took 517 us = n beta - 11 us).
-  double alpha_s = 0.0;
-  // Per byte on one link, each direction at once: 1 / 0.124 GB/s, the rate the ring and
-  // rab reached from 1 MiB to 64 MiB on 2 emulated nodes (1 Gbit/s, MTU 1500).
+  // Seconds per round of messages: latency plus per-message overhead. 50 us: the emulated
+  // 1 Gbit links' small calls on a quiet machine (allreduce-cluster-quiet.txt section 3,
+  // 128 KB burst): the ring's 1 KiB call costs 24 / 45 / 60 us per round at 2 / 3 / 4 nodes,
+  // rd's whole-vector doubling 21 / 30 / 56 us per round.
+  double alpha_s = 50e-6;
+  // Seconds per byte on one link, each direction at once, for messages below the eager
+  // limit (the ring's and rab's chunks): 1 / 0.124 GB/s, the rate the ring and rab reached
+  // from 1 MiB to 64 MiB on 2 emulated nodes (1 Gbit/s, MTU 1500; allreduce-rab.md).
   double beta_s_per_byte = 8.06e-9;
+  // Seconds per byte of a message sent whole above the eager limit (rd's unpipelined
+  // rounds): Open MPI's rendezvous handshake waits behind bulk data on the TCP connection
+  // (allreduce-np2-investigation.md). 12.5 ns/B: rd's 2-node calls of 4-256 MiB
+  // (allreduce-cluster-quiet.txt sections 1-2: 11.9-15.6 ns/B, one outlier at 8.4).
+  double rendezvous_beta_s_per_byte = 12.5e-9;
   // Per byte of fp32 vector added (reduce_add); small next to beta on a network.
   double gamma_s_per_byte = 0.1e-9;
+  // Largest message sent eagerly: Open MPI's btl_tcp_eager_limit default (64 KiB).
+  double eager_limit_bytes = 65536;
+  // auto takes the first of ring, rd, rab (the order of their measured record) whose
+  // prediction is within this fraction of the fastest: the model's error on the record is
+  // 3.5-6% at >= 1 MiB (allreduce-rab.md), so a smaller predicted gain is no reason to
+  // leave a better-measured algorithm.
+  double choice_margin = 0.05;
 };
 
-// Predicted seconds of one all-reduce of `bytes` bytes of fp32 between `ranks` ranks, one
-// per node, with `compression` on the wire (16-bit halves the wire bytes):
-//   ring: 2(p-1) alpha + 2(p-1)/p w beta + (p-1)/p n gamma
-//   rab:  2 log2(q) alpha + 2(q-1)/q w beta + (q-1)/q n gamma, q = 2^floor(log2 p),
-//         plus 2 (alpha + w beta) + n gamma to fold the p - q surplus ranks in and out
-//   rd:   as rab (fp32 only), or log2(q) (alpha + n beta + n gamma) plus the fold for
-//         vectors of up to doubling_max_bytes (whole-vector doubling)
-// where n = bytes, w = wire bytes. Throws std::invalid_argument for an algorithm the
-// model does not cover (hier, ps, mpi, auto), ranks < 1, or rd with 16-bit transport.
+// Predicted seconds of one all-reduce of `bytes` bytes of fp32 between `ranks` ranks, each
+// on its own link, with `compression` on the wire (16-bit halves the wire bytes w);
+// q = 2^floor(log2 p), k = log2 q, fold = the p - q surplus ranks folded in and out:
+//   ring: 2(p-1) alpha + (p-1)/p (2 w beta + n gamma)
+//   rab:  2 k alpha + (q-1)/q (2 w beta + n gamma) + [p > q] (2 (alpha + w beta) + n gamma)
+//   rd:   whole-vector doubling (n <= doubling_max_bytes or n/4 < q):
+//           k (alpha + L(n) + n gamma) + fold
+//         else halving-doubling, one whole message of n / 2^j per round j = 1..k each way:
+//           sum_j (2 alpha + 2 L(n / 2^j) + n / 2^j gamma) + fold,
+//         fold = [p > q] (2 (alpha + L(n)) + n gamma), L(m) = m beta, or m rendezvous_beta
+//         when m > eager_limit_bytes (fp32 only).
+// Throws std::invalid_argument for an algorithm the model does not cover (hier, ps, mpi,
+// auto), ranks < 1, or rd with 16-bit transport.
 double predict_allreduce_seconds(AllreduceAlgo algo, std::size_t bytes, int ranks,
                                  Compression compression, std::size_t doubling_max_bytes,
                                  const AllreduceCostModel& model);
 
-// The tuning file: "key = value" lines (alpha_s, beta_s_per_byte, gamma_s_per_byte; '#'
-// starts a comment; keys not given keep their defaults). Throws std::runtime_error naming
-// the file and line for an unknown key, a malformed line or a negative or non-finite value.
+// auto by the model: the predictions of ring, rd (fp32 only) and rab, in that order, and
+// the first of them within (1 + choice_margin) of the fastest. The same inputs give the
+// same choice on every rank (no clock, no randomness).
+AllreducePlan choose_by_cost_model(std::size_t bytes, int ranks, Compression compression,
+                                   std::size_t doubling_max_bytes, const AllreduceCostModel& model);
+
+// The tuning file: "key = value" lines, the keys named as the fields above ('#' starts a
+// comment; keys not given keep their defaults). Throws std::runtime_error naming the file
+// and line for an unknown key, a malformed line or a negative or non-finite value.
 AllreduceCostModel read_cost_model(const std::string& path);
 void write_cost_model(const AllreduceCostModel& model, const std::string& path,
                       const std::string& comment);
+// The parameters as the file's "key = value" lines (full precision), in field order.
+std::string cost_model_text(const AllreduceCostModel& model);
+
+// Collective: reads `path` on every rank (empty: the built-in defaults everywhere) and
+// checks that every rank read the same parameters. Throws std::runtime_error on every rank,
+// with the same one-line message: the lowest failing rank's error and the ranks that could
+// not read the file, or rank 0's path and the ranks that read other values (a file that
+// differs between nodes).
+AllreduceCostModel read_cost_model_everywhere(Communicator& comm, const std::string& path);
 
 }  // namespace ringtrain

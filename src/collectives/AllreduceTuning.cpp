@@ -1,4 +1,6 @@
-// `auto`: the all-reduce algorithm by message size and node layout.
+// `auto`: the all-reduce algorithm by message size and node layout. Across nodes the cost
+// model decides (AllreduceCostModel.cpp; docs/collectives-cost-model.md). The measured
+// crossovers below set the rules that remain: one host, and hier's leaders.
 //
 // Crossovers measured with apps/allreduce_bench on the development machine (2 shared
 // cores, AMD EPYC VM, Open MPI 4.1.4) on 2026-11-22:
@@ -40,15 +42,26 @@ std::size_t auto_ring_min_bytes_across_hosts(const AllreduceTuning& tuning, int 
   return pow2 ? tuning.auto_ring_min_bytes : tuning.auto_ring_min_bytes_non_pow2;
 }
 
-AllreduceAlgo choose_auto_algo(std::size_t bytes, const NodeLayout& layout,
-                               Compression compression, const AllreduceTuning& tuning) {
-  if (layout.ranks <= 1) return AllreduceAlgo::kRing;
-  if (layout.nodes_with_several_ranks > 1) return AllreduceAlgo::kHierarchical;
-  if (compression != Compression::kNone) return AllreduceAlgo::kRing;
-  const std::size_t threshold = layout.nodes == 1
-                                    ? tuning.auto_ring_min_bytes_single_host
-                                    : auto_ring_min_bytes_across_hosts(tuning, layout.ranks);
-  return bytes < threshold ? AllreduceAlgo::kRecursiveDoubling : AllreduceAlgo::kRing;
+AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
+                                  Compression compression, const AllreduceTuning& tuning,
+                                  const AllreduceCostModel& model) {
+  AllreducePlan plan;
+  if (layout.ranks <= 1) {
+    plan.basis = "one rank";
+    return plan;
+  }
+  if (layout.nodes_with_several_ranks > 1) {
+    plan.algo = AllreduceAlgo::kHierarchical;
+    plan.basis = "several ranks on several nodes, not modelled";
+    return plan;
+  }
+  if (layout.nodes == 1) {
+    const bool rd = compression == Compression::kNone && bytes < tuning.auto_ring_min_bytes_single_host;
+    plan.algo = rd ? AllreduceAlgo::kRecursiveDoubling : AllreduceAlgo::kRing;
+    plan.basis = "one host, measured crossover, not modelled";
+    return plan;
+  }
+  return choose_by_cost_model(bytes, layout.ranks, compression, tuning.rd_doubling_max_bytes, model);
 }
 
 }  // namespace ringtrain

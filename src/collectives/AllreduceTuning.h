@@ -1,10 +1,11 @@
 // Tunable parameters of the hand-written all-reduce algorithms, where the ranks sit
-// (NodeLayout), and the choice `auto` makes from them (crossovers measured on the
-// development machine, see AllreduceTuning.cpp).
+// (NodeLayout), and the choice `auto` makes: by the cost model across nodes, by measured
+// rules where the model does not apply (see AllreduceTuning.cpp).
 #pragma once
 
 #include <cstddef>
 
+#include "collectives/AllreduceCostModel.h"
 #include "collectives/Communicator.h"
 
 namespace ringtrain {
@@ -27,10 +28,10 @@ struct AllreduceTuning {
   // rd: vectors up to this size use plain recursive doubling (whole vector, log2 p steps)
   // instead of Rabenseifner's halving-doubling (2 log2 p steps, half the bytes).
   std::size_t rd_doubling_max_bytes = 2 * 1024;
-  // auto: below these sizes use `rd`, from them on the ring. Across hosts (network) one
-  // threshold for a power-of-two rank count and a lower one for other counts, where rd pays
-  // extra rounds to fold the surplus ranks in; one threshold for all ranks on one host
-  // (shared memory). Measured crossovers, see AllreduceTuning.cpp.
+  // Measured crossovers from `rd` to the ring, see AllreduceTuning.cpp. Across hosts (hier's
+  // leaders only since auto chooses by the cost model there): one threshold for a
+  // power-of-two rank count and a lower one for other counts, where rd pays extra rounds to
+  // fold the surplus ranks in. On one host (shared memory; auto): one threshold.
   std::size_t auto_ring_min_bytes = 64 * 1024;
   std::size_t auto_ring_min_bytes_non_pow2 = 16 * 1024;
   std::size_t auto_ring_min_bytes_single_host = 4 * 1024 * 1024;
@@ -50,12 +51,17 @@ struct NodeLayout {
 // power of two. hier's leaders use it too.
 std::size_t auto_ring_min_bytes_across_hosts(const AllreduceTuning& tuning, int ranks);
 
-// The algorithm `auto` runs for a vector of `bytes` bytes: hier when more than one node
-// has more than one rank; otherwise rd below the size threshold of the layout (one host;
-// several hosts with a power-of-two rank count; several hosts with another count) and the
-// ring from it on. rd moves fp32 only, so with 16-bit transport the ring (or hier) is
-// chosen at every size.
-AllreduceAlgo choose_auto_algo(std::size_t bytes, const NodeLayout& layout,
-                               Compression compression, const AllreduceTuning& tuning);
+// What `auto` runs for a vector of `bytes` bytes, and why:
+// - one rank: the ring (nothing moves);
+// - more than one node with several ranks: hier (a rule; the model does not cover hier);
+// - one host: rd below auto_ring_min_bytes_single_host, the ring from it on (a rule: the
+//   model describes network links, not ranks sharing cores and memory);
+// - otherwise (several nodes, at most one of them with several ranks): the cost model's
+//   choice among ring, rd and rab for `layout.ranks` ranks (choose_by_cost_model), as if
+//   every rank had its own link.
+// rd moves fp32 only, so with 16-bit transport it is never chosen.
+AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
+                                  Compression compression, const AllreduceTuning& tuning,
+                                  const AllreduceCostModel& model);
 
 }  // namespace ringtrain

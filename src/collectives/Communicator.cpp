@@ -73,4 +73,13 @@ void Communicator::allreduce(std::span<float> data, AllreduceAlgo algo, bool mea
   allreduce_scaled(data, algo, mean ? 1.0f / static_cast<float>(ranks) : 1.0f, compression);
 }
 
+AllreducePlan Communicator::plan_allreduce(AllreduceAlgo algo, std::size_t /*bytes*/,
+                                           Compression /*compression*/) const {
+  // One rank moves nothing: whatever was asked for, nothing runs.
+  AllreducePlan plan;
+  plan.algo = algo == AllreduceAlgo::kAuto ? AllreduceAlgo::kRing : algo;
+  plan.basis = size() == 1 ? "one rank" : "forced";
+  return plan;
+}
+
 }  // namespace ringtrain

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ringtrain {
@@ -19,7 +20,7 @@ enum class AllreduceAlgo {
   kParameterServer,    // everyone -> rank 0, sum, rank 0 -> everyone
   kRecursiveDoubling,  // recursive doubling, or halving / doubling unpipelined ("rd")
   kRabenseifner,       // recursive halving / doubling pipelined in chunks, 16-bit too ("rab")
-  kAuto,               // chosen by message size and topology from measured crossovers
+  kAuto,               // chosen per vector by a cost model (AllreduceCostModel.h) and the node layout
 };
 
 // "ring" | "hier" | "mpi" | "ps" | "rd" | "rab" | "auto"; throws std::invalid_argument otherwise.
@@ -38,6 +39,20 @@ enum class Compression {
 // "none" | "bf16" | "fp16"; throws std::invalid_argument otherwise.
 Compression parse_compression(std::string_view name);
 std::string_view compression_name(Compression compression);
+
+struct AllreduceCostModel;  // AllreduceCostModel.h
+
+// What an all-reduce of a given size runs as, and why: the algorithm, how it was chosen
+// (basis), and the cost model's predicted seconds of each algorithm it weighed (empty when
+// no prediction was made).
+struct AllreducePlan {
+  AllreduceAlgo algo = AllreduceAlgo::kRing;
+  // "cost model", "forced" (an algorithm other than auto was asked for), or the rule auto
+  // followed where the model does not apply ("one rank", "one host, measured crossover, not
+  // modelled", "several ranks on several nodes, not modelled").
+  std::string basis;
+  std::vector<std::pair<AllreduceAlgo, double>> predicted_s;
+};
 
 class Communicator {
  public:
@@ -81,6 +96,14 @@ class Communicator {
   virtual int ranks_on_node() const { return 1; }
   // "Open MPI v4.1.4" or "none (single process)".
   virtual std::string library_version() const = 0;
+
+  // What allreduce(data, algo, ..., compression) runs as for a vector of `bytes` bytes
+  // (auto resolved), with the cost model's predictions. The same on every rank.
+  virtual AllreducePlan plan_allreduce(AllreduceAlgo algo, std::size_t bytes,
+                                       Compression compression) const;
+  // The cost model auto chooses by from now on (MpiCommunicator; others ignore it). Call it
+  // on every rank with the same model (read_cost_model_everywhere), between collectives.
+  virtual void set_cost_model(const AllreduceCostModel& /*model*/) {}
 
   // True if this communicator's calls may come from a thread other than the one that
   // initialised MPI, one thread at a time (MPI_THREAD_SERIALIZED or better): what the

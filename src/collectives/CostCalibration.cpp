@@ -76,24 +76,27 @@ double reduction_rate() {
 
 }  // namespace
 
-AllreduceCostModel calibrate_cost_model(MpiCommunicator& comm) {
+AllreduceCostModel calibrate_cost_model(MpiCommunicator& comm, const AllreduceCostModel& base) {
   if (comm.size() < 2) throw std::invalid_argument("--calibrate needs at least 2 ranks");
   // The node order starts with rank 0's node, so its last rank is on another node when
   // there are several (on one host the "link" is shared memory).
   const int peer = comm.ring_order().back();
   const int rank = comm.rank();
-  double values[3] = {0, 0, 0};
+  double values[4] = {0, 0, 0, 0};
   if (rank == 0 || rank == peer) {
+    const int other = rank == 0 ? peer : 0;
     values[0] = ping_pong(comm.comm(), rank, peer);
-    values[1] = stream(comm.comm(), rank == 0 ? peer : 0,
-                       comm.allreduce_tuning().ring_chunk_bytes_network);
+    values[1] = stream(comm.comm(), other, comm.allreduce_tuning().ring_chunk_bytes_network);
+    const double whole = std::max(4 * base.eager_limit_bytes, double(std::size_t{1} << 20));
+    values[2] = stream(comm.comm(), other, static_cast<std::size_t>(std::min(whole, double(kStreamBytes))));
   }
-  if (rank == 0) values[2] = reduction_rate();
-  RINGTRAIN_MPI_CHECK(MPI_Bcast(values, 3, MPI_DOUBLE, 0, comm.comm()));
-  AllreduceCostModel model;
+  if (rank == 0) values[3] = reduction_rate();
+  RINGTRAIN_MPI_CHECK(MPI_Bcast(values, 4, MPI_DOUBLE, 0, comm.comm()));
+  AllreduceCostModel model = base;
   model.alpha_s = values[0];
   model.beta_s_per_byte = values[1];
-  model.gamma_s_per_byte = values[2];
+  model.rendezvous_beta_s_per_byte = values[2];
+  model.gamma_s_per_byte = values[3];
   return model;
 }
 

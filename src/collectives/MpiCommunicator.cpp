@@ -46,7 +46,7 @@ const char* stall_operation(AllreduceAlgo algo) {
 }  // namespace
 
 MpiCommunicator::MpiCommunicator(MPI_Comm parent, const MpiCommunicatorOptions& options)
-    : tuning_(options.tuning) {
+    : tuning_(options.tuning), cost_model_(options.cost_model) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) throw std::runtime_error("MpiCommunicator: MPI is not initialised");
@@ -117,11 +117,30 @@ RingOptions MpiCommunicator::ring_options(bool network, std::span<const int> ord
 
 AllreduceAlgo MpiCommunicator::resolve(AllreduceAlgo algo, std::size_t bytes,
                                        Compression compression) const {
-  if (algo == AllreduceAlgo::kAuto) algo = choose_auto_algo(bytes, layout_, compression, tuning_);
+  return plan_allreduce(algo, bytes, compression).algo;
+}
+
+AllreducePlan MpiCommunicator::plan_allreduce(AllreduceAlgo algo, std::size_t bytes,
+                                              Compression compression) const {
+  AllreducePlan plan;
+  if (algo == AllreduceAlgo::kAuto) {
+    plan = plan_auto_allreduce(bytes, layout_, compression, tuning_, cost_model_);
+  } else {
+    plan.algo = algo;
+    plan.basis = "forced";
+    // The prediction of the forced algorithm, where the model applies (several nodes).
+    const bool modelled = algo == AllreduceAlgo::kRing || algo == AllreduceAlgo::kRabenseifner ||
+                          (algo == AllreduceAlgo::kRecursiveDoubling && compression == Compression::kNone);
+    if (modelled && layout_.nodes > 1 && layout_.nodes_with_several_ranks <= 1) {
+      plan.predicted_s.emplace_back(algo, predict_allreduce_seconds(algo, bytes, size_, compression,
+                                                                    tuning_.rd_doubling_max_bytes,
+                                                                    cost_model_));
+    }
+  }
   // With one rank per node the hierarchy is the flat ring.
-  if (algo == AllreduceAlgo::kHierarchical && layout_.nodes_with_several_ranks == 0)
-    algo = AllreduceAlgo::kRing;
-  return algo;
+  if (plan.algo == AllreduceAlgo::kHierarchical && layout_.nodes_with_several_ranks == 0)
+    plan.algo = AllreduceAlgo::kRing;
+  return plan;
 }
 
 void MpiCommunicator::across_nodes(std::span<float> data, float scale, Compression compression) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "collectives/AllreduceCostModel.h"
 #include "collectives/AllreduceScratch.h"
 #include "collectives/AllreduceTuning.h"
 #include "collectives/Communicator.h"
@@ -21,6 +22,8 @@ namespace ringtrain {
 struct MpiCommunicatorOptions {
   // Chunk sizes and `auto` thresholds (allreduce_bench exposes them for experiments).
   AllreduceTuning tuning;
+  // What `auto` chooses by across nodes (set_cost_model() replaces it).
+  AllreduceCostModel cost_model;
   // 0: nodes are the groups of ranks that share memory (MPI_COMM_TYPE_SHARED). k > 0:
   // ranks r with the same r / k form a node, so tests can exercise hier with one and two
   // ranks per "node" on one host; every such group must share memory.
@@ -72,6 +75,12 @@ class MpiCommunicator final : public Communicator {
   bool single_host() const { return layout_.nodes == 1; }
   // The algorithm `algo` runs as for a vector of `bytes` bytes (resolves auto).
   AllreduceAlgo resolve(AllreduceAlgo algo, std::size_t bytes, Compression compression) const;
+  // resolve() with the reason and the cost model's predictions (plan_auto_allreduce for
+  // auto; for another algorithm the prediction of it when the model covers it).
+  AllreducePlan plan_allreduce(AllreduceAlgo algo, std::size_t bytes,
+                               Compression compression) const override;
+  void set_cost_model(const AllreduceCostModel& model) override { cost_model_ = model; }
+  const AllreduceCostModel& cost_model() const { return cost_model_; }
 
  protected:
   void allreduce_scaled(std::span<float> data, AllreduceAlgo algo, float scale,
@@ -93,6 +102,7 @@ class MpiCommunicator final : public Communicator {
   int node_size_ = 1;  // ranks in node_comm_
   NodeLayout layout_;
   AllreduceTuning tuning_;
+  AllreduceCostModel cost_model_;
   std::vector<int> ring_order_;  // comm_ ranks node by node (ring_order())
   TrafficStats stats_;
   AllreduceScratch scratch_;  // receive space of the hand-written algorithms

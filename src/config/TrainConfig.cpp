@@ -124,6 +124,7 @@ Json TrainConfig::to_json() const {
   j.set("lr_base_batch", lr_base_batch);
   j.set("seed", seed);
   j.set("allreduce", allreduce);
+  j.set("tuning", tuning);
   j.set("compress", compress);
   j.set("precision", precision);
   j.set("bucket_mb", bucket_mb);
@@ -151,7 +152,8 @@ std::string TrainConfig::fingerprint_text() const {
   Json kept = Json::object();
   for (const auto& [key, value] : j.as_object()) {
     // Overlap changes when buckets travel, not which or in what order: ranks may differ.
-    if (key == "data_dir" || key == "resume" || key == "log_every" || key == "overlap" || key == "tensorboard") {
+    // The tuning file's path too: its contents are compared across ranks where it is read.
+    if (key == "data_dir" || key == "tuning" || key == "resume" || key == "log_every" || key == "overlap" || key == "tensorboard") {
       continue;
     }
     kept.set(key, value);

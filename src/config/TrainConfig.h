@@ -43,7 +43,10 @@ struct TrainConfig {
   std::uint64_t seed = 42;
 
   // Distribution.
-  std::string allreduce = "ring";    // ring | hier | mpi | ps | rd | auto
+  std::string allreduce = "ring";    // ring | hier | mpi | ps | rd | rab | auto
+  // The cost model's parameters for --allreduce auto (allreduce_bench --calibrate writes
+  // them); empty: the built-in defaults (AllreduceCostModel.h). Read on every rank.
+  std::string tuning;
   std::string compress = "none";     // gradient transport: none | bf16 | fp16
   std::string precision = "fp32";    // compute: fp32 | bf16 (activations in bf16, fp32 master weights)
   double bucket_mb = 4.0;            // gradient bucket size

@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 #include "async/AsyncTrainer.h"
+#include "collectives/AllreduceCostModel.h"
 #include "collectives/StallRecord.h"
+#include "common/CollectiveError.h"
 #include "run/Agreement.h"
 #include "run/Versions.h"
 #include "train/TrainerState.h"
@@ -109,12 +111,12 @@ void Trainer::State::announce() {
   if (!root()) return;
   if (pos.global_step == 0) {
     progress->note(fmt::format("ringtrain: {} on {} ({} train / {} test, {}), {} rank(s) x batch {}{}, {} params, "
-                               "all-reduce {}{}, {}",
+                               "all-reduce {}{}{}, {}",
                                config.model, config.data.name, data.train->size(), data.test->size(),
                                data.train->shape().str(), world, config.batch_size,
                                config.accumulate > 1 ? fmt::format(" x accumulate {}", config.accumulate) : std::string(),
-                               model_->num_params(), config.allreduce, overlap ? " overlapped with backward" : "",
-                               placement()));
+                               model_->num_params(), config.allreduce, plan_text(),
+                               overlap ? " overlapped with backward" : "", placement()));
   }
   if (config.overlap == "auto" && world > 1 && !overlap_policy.pays()) {
     progress->note(overlap_policy.why_off());
@@ -173,6 +175,13 @@ void Trainer::State::setup() {
   // Everything before the first collective is local and alike on every rank; a failure
   // anywhere (bad flag, missing data on one node) reaches every rank as the same error.
   run_agreed(comm, [&] { setup_local(); });
+  // The cost model auto chooses by: read on every rank, the same everywhere or an error
+  // on every rank (a tuning file missing or different on one node).
+  try {
+    comm.set_cost_model(read_cost_model_everywhere(comm, config.tuning));
+  } catch (const std::runtime_error& e) {
+    throw CollectiveError(e.what(), 1);
+  }
   agree_on_start();
   choose_run_dir("");
   maybe_resume();

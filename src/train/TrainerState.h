@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -71,6 +72,18 @@ struct Trainer::State : TrainingRun {
   // A resource record once at least a second has passed since the previous one.
   void maybe_record_resources();
   void write_summary();
+
+  // What the gradient all-reduce runs as for each bucket size actually used (auto's choice
+  // and the predictions it came from, or the forced algorithm): the start line's words and
+  // summary.json's "allreduce_plan" (TrainerSummary.cpp).
+  struct BucketPlan {
+    std::size_t bytes = 0;
+    int buckets = 0;
+    AllreducePlan plan;
+  };
+  std::vector<BucketPlan> bucket_plans() const;
+  std::string plan_text() const;
+  Json plan_json() const;
 };
 
 }  // namespace ringtrain

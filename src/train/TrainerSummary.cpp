@@ -3,6 +3,8 @@
 // rank-<r>.jsonl, and summary.json's all-reduce fields.
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "train/TrainerState.h"
 
 namespace ringtrain {
@@ -74,6 +76,8 @@ void Trainer::State::write_summary() {
   Json j = summary_head(images * world);
   j.set("global_batch_size", config.batch_size * world * config.accumulate);
   j.set("allreduce", config.allreduce);
+  j.set("tuning", config.tuning.empty() ? std::string("built-in") : config.tuning);
+  j.set("allreduce_plan", plan_json());
   Json ranks = Json::array();
   for (int r = 0; r < world; ++r) {
     const double* row = all.data() + kCommonRowWidth * static_cast<std::size_t>(r);
@@ -84,6 +88,54 @@ void Trainer::State::write_summary() {
   }
   j.set("ranks", std::move(ranks));
   log->write_json("summary.json", j);
+}
+
+std::vector<Trainer::State::BucketPlan> Trainer::State::bucket_plans() const {
+  // Buckets come in at most a few sizes (all --bucket-mb but the last): one plan per size,
+  // in the order the sizes first occur.
+  std::vector<BucketPlan> plans;
+  const Compression compression = parse_compression(config.compress);
+  for (const auto& [offset, count] : sync->buckets()) {
+    const std::size_t bytes = count * sizeof(float);
+    auto same = std::find_if(plans.begin(), plans.end(), [&](const BucketPlan& p) { return p.bytes == bytes; });
+    if (same != plans.end()) {
+      ++same->buckets;
+      continue;
+    }
+    plans.push_back(BucketPlan{bytes, 1, comm.plan_allreduce(algo, bytes, compression)});
+  }
+  return plans;
+}
+
+std::string Trainer::State::plan_text() const {
+  if (world == 1) return "";
+  std::string text;
+  for (const BucketPlan& p : bucket_plans()) {
+    std::string predicted;
+    for (const auto& [a, seconds] : p.plan.predicted_s)
+      predicted += fmt::format("{}{} {:.0f}", predicted.empty() ? "" : ", ", allreduce_algo_name(a), 1e6 * seconds);
+    text += fmt::format("{}{} x {:.2f} MiB -> {} ({}{})", text.empty() ? "" : "; ", p.buckets,
+                        static_cast<double>(p.bytes) / (1 << 20), allreduce_algo_name(p.plan.algo), p.plan.basis,
+                        predicted.empty() ? "" : "; predicted us: " + predicted);
+  }
+  return " [" + text + "]";
+}
+
+Json Trainer::State::plan_json() const {
+  Json plans = Json::array();
+  if (world == 1) return plans;
+  for (const BucketPlan& p : bucket_plans()) {
+    Json j = Json::object();
+    j.set("bytes", p.bytes);
+    j.set("buckets", p.buckets);
+    j.set("algo", std::string(allreduce_algo_name(p.plan.algo)));
+    j.set("basis", p.plan.basis);
+    Json predicted = Json::object();
+    for (const auto& [a, seconds] : p.plan.predicted_s) predicted.set(std::string(allreduce_algo_name(a)), 1e6 * seconds);
+    j.set("predicted_us", std::move(predicted));
+    plans.push(std::move(j));
+  }
+  return plans;
 }
 
 }  // namespace ringtrain

@@ -23,8 +23,11 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../support" && pwd)/mpi_ranks.sh"
 case $case_name in
 usage)
   "$bin" train --mode async --allreduce ring > "$work/log" 2>&1; code=$?
-  [[ $code -eq 2 ]] && grep -q -- "--allreduce and --bucket-mb apply to --mode sync" "$work/log" \
+  [[ $code -eq 2 ]] && grep -q -- "--allreduce, --bucket-mb and --tuning apply to --mode sync" "$work/log" \
     || { cat "$work/log"; fail "--mode async --allreduce: exit $code"; }
+  "$bin" train --mode async --tuning x.tuning > "$work/log" 2>&1; code=$?
+  [[ $code -eq 2 ]] && grep -q -- "--tuning apply to --mode sync" "$work/log" \
+    || { cat "$work/log"; fail "--mode async --tuning: exit $code"; }
   "$bin" train --max-staleness 2 > "$work/log" 2>&1; code=$?
   [[ $code -eq 2 ]] && grep -q -- "apply to --mode async" "$work/log" || { cat "$work/log"; fail "sync --max-staleness: exit $code"; }
   "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --servers 2 > "$work/log" 2>&1; code=$?

@@ -122,49 +122,38 @@ TEST_CASE("ring byte formulas match a step-by-step count of the segments moved")
   }
 }
 
-TEST_CASE("auto: hier for several ranks on several nodes, else rd below the threshold") {
+TEST_CASE("auto's rules where the model does not apply: one rank, hier, one host") {
   AllreduceTuning tuning;
   tuning.auto_ring_min_bytes = 1000;
   tuning.auto_ring_min_bytes_non_pow2 = 300;
   tuning.auto_ring_min_bytes_single_host = 5000;
+  const AllreduceCostModel model;
   const Compression none = Compression::kNone;
-  const NodeLayout spread{4, 4, 0};    // one rank per node
+  const auto algo = [&](std::size_t bytes, NodeLayout layout, Compression c) {
+    return plan_auto_allreduce(bytes, layout, c, tuning, model).algo;
+  };
   const NodeLayout one_host{4, 1, 1};  // all ranks on one node
-  CHECK(choose_auto_algo(999, spread, none, tuning) == AllreduceAlgo::kRecursiveDoubling);
-  CHECK(choose_auto_algo(1000, spread, none, tuning) == AllreduceAlgo::kRing);
-  CHECK(choose_auto_algo(4999, one_host, none, tuning) == AllreduceAlgo::kRecursiveDoubling);
-  CHECK(choose_auto_algo(5000, one_host, none, tuning) == AllreduceAlgo::kRing);
-  // Across hosts with a rank count that is not a power of two: the lower threshold.
-  const NodeLayout three_nodes{3, 3, 0};
-  CHECK(choose_auto_algo(299, three_nodes, none, tuning) == AllreduceAlgo::kRecursiveDoubling);
-  CHECK(choose_auto_algo(300, three_nodes, none, tuning) == AllreduceAlgo::kRing);
-  CHECK(choose_auto_algo(299, NodeLayout{6, 6, 0}, none, tuning) ==
-        AllreduceAlgo::kRecursiveDoubling);
-  CHECK(choose_auto_algo(300, NodeLayout{6, 6, 0}, none, tuning) == AllreduceAlgo::kRing);
-  CHECK(choose_auto_algo(999, NodeLayout{8, 8, 0}, none, tuning) ==
-        AllreduceAlgo::kRecursiveDoubling);
+  CHECK(algo(4999, one_host, none) == AllreduceAlgo::kRecursiveDoubling);
+  CHECK(algo(5000, one_host, none) == AllreduceAlgo::kRing);
+  CHECK(plan_auto_allreduce(10, one_host, none, tuning, model).predicted_s.empty());
+  // hier's leaders keep the measured thresholds across hosts.
   CHECK(auto_ring_min_bytes_across_hosts(tuning, 2) == 1000);
   CHECK(auto_ring_min_bytes_across_hosts(tuning, 3) == 300);
   CHECK(auto_ring_min_bytes_across_hosts(tuning, 4) == 1000);
-  // The defaults keep the measured order: single host > power of two > other counts.
   const AllreduceTuning defaults;
   CHECK(defaults.auto_ring_min_bytes_non_pow2 < defaults.auto_ring_min_bytes);
   CHECK(defaults.auto_ring_min_bytes < defaults.auto_ring_min_bytes_single_host);
-  CHECK(choose_auto_algo(std::size_t{1} << 26, NodeLayout{2, 1, 1}, none, tuning) ==
-        AllreduceAlgo::kRing);
-  // 2 nodes x 2 ranks: hier at every size; one node with two ranks and one with one: not.
+  CHECK(algo(std::size_t{1} << 26, NodeLayout{2, 1, 1}, none) == AllreduceAlgo::kRing);
+  // 2 nodes x 2 ranks: hier at every size, by rule; one node with two ranks and one with
+  // one: the model.
   for (std::size_t bytes : {std::size_t{4}, std::size_t{1} << 26}) {
-    CHECK(choose_auto_algo(bytes, NodeLayout{4, 2, 2}, none, tuning) ==
-          AllreduceAlgo::kHierarchical);
-    CHECK(choose_auto_algo(bytes, NodeLayout{4, 2, 2}, Compression::kBf16, tuning) ==
-          AllreduceAlgo::kHierarchical);
+    CHECK(algo(bytes, NodeLayout{4, 2, 2}, none) == AllreduceAlgo::kHierarchical);
+    CHECK(algo(bytes, NodeLayout{4, 2, 2}, Compression::kBf16) == AllreduceAlgo::kHierarchical);
   }
-  CHECK(choose_auto_algo(std::size_t{1} << 26, NodeLayout{3, 2, 1}, none, tuning) ==
-        AllreduceAlgo::kRing);
-  // rd has no 16-bit transport: with compression auto takes the ring at small sizes too.
-  CHECK(choose_auto_algo(999, spread, Compression::kBf16, tuning) == AllreduceAlgo::kRing);
-  CHECK(choose_auto_algo(10, one_host, Compression::kFp16, tuning) == AllreduceAlgo::kRing);
-  CHECK(choose_auto_algo(10, NodeLayout{1, 1, 0}, none, tuning) == AllreduceAlgo::kRing);
+  CHECK(plan_auto_allreduce(1 << 26, NodeLayout{3, 2, 1}, none, tuning, model).basis == "cost model");
+  // rd has no 16-bit transport: on one host with compression the ring at small sizes too.
+  CHECK(algo(10, one_host, Compression::kFp16) == AllreduceAlgo::kRing);
+  CHECK(algo(10, NodeLayout{1, 1, 0}, none) == AllreduceAlgo::kRing);
 }
 
 TEST_CASE("bench values are small integers, so float sums of them are exact") {
@@ -201,6 +190,16 @@ TEST_CASE("cost model: ring and rab by their formulas; rab pays log2 p rounds, t
   // rd: whole-vector doubling up to doubling_max_bytes, log2 q rounds of n.
   CHECK(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, 1024, 4, none, 2048, m) ==
         Approx(2 * (10e-6 + 1024 * 1e-9)));
+  // rd above it: halving-doubling in whole messages of n/2, n/4 each way; those above the
+  // eager limit (64 KiB) move at the rendezvous rate.
+  m.rendezvous_beta_s_per_byte = 3e-9;
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, mib, 4, none, 2048, m) ==
+        Approx(4 * 10e-6 + 2 * (mib / 2 + mib / 4) * 3e-9));
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, 65536, 4, none, 2048, m) ==
+        Approx(4 * 10e-6 + 2 * (32768 + 16384) * 1e-9));
+  // p = 3: the fold sends the whole vector down and back (2 (alpha + n L)), then q = 2.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, mib, 3, none, 2048, m) ==
+        Approx(2 * (10e-6 + mib * 3e-9) + 2 * (10e-6 + mib / 2 * 3e-9)));
   CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 1, none, 2048, m) == 0.0);
   CHECK_THROWS_AS(predict_allreduce_seconds(AllreduceAlgo::kHierarchical, mib, 4, none, 2048, m),
                   std::invalid_argument);
@@ -239,11 +238,18 @@ TEST_CASE("tuning file: written and read back; bad lines name the file and line"
   m.alpha_s = 2.5e-5;
   m.beta_s_per_byte = 8.06e-9;
   m.gamma_s_per_byte = 1.25e-10;
+  m.rendezvous_beta_s_per_byte = 1.5e-8;
+  m.eager_limit_bytes = 4096;
+  m.choice_margin = 0.1;
   write_cost_model(m, path, "test");
   const AllreduceCostModel back = read_cost_model(path);
   CHECK(back.alpha_s == Approx(m.alpha_s));
   CHECK(back.beta_s_per_byte == Approx(m.beta_s_per_byte));
   CHECK(back.gamma_s_per_byte == Approx(m.gamma_s_per_byte));
+  CHECK(back.rendezvous_beta_s_per_byte == Approx(m.rendezvous_beta_s_per_byte));
+  CHECK(back.eager_limit_bytes == m.eager_limit_bytes);
+  CHECK(back.choice_margin == Approx(m.choice_margin));
+  CHECK(cost_model_text(back) == cost_model_text(m));
   const auto fails_with = [&](const std::string& text, const std::string& words) {
     {
       std::ofstream out(path);

@@ -7,7 +7,9 @@
 # exit; a log cut off mid-line is read with a warning; a stopped rank ends the job through
 # the stall watchdog; TensorBoard event files decode and match the logs; --config files
 # apply, lose to flags, round-trip, and fail in one line naming the file and the key;
-# --precision bf16 is refused without native bf16 and otherwise trains and resumes in fp32.
+# --precision bf16 is refused without native bf16 and otherwise trains and resumes in fp32;
+# --tuning files are read on every rank and auto's choice is named on the start line and
+# in summary.json.
 # Usage: cli_test.sh <ringtrain binary> <case>
 set -uo pipefail
 
@@ -597,6 +599,75 @@ full_disk)
   [[ $code -ne 0 ]] && grep -qE "\[rank 1\] error: .*f2/rank-1.jsonl: write failed: No space left" "$work/log" \
     || { cat "$work/log" >&2; fail "full rank-1.jsonl: exit $code"; }
   [[ ! -e $work/f2/summary.json && ! -e $work/f2/summary.json.tmp ]] || fail "summary.json written after a failed log"
+  ;;
+tuning)
+  # --tuning FILE: read on every rank; a missing file, a bad line, a file missing on one
+  # rank only, or different values on two ranks give one error line on every rank and a
+  # non-zero exit before training; a good file is used and named in summary.json, and
+  # auto's choice with it on the start line and in summary.json.
+  only_errors() {  # only_errors <log> <ranks>: each rank printed exactly one ringtrain line
+    for ((r = 0; r < $2; r++)); do
+      [[ $(grep -c "^ringtrain: \[rank $r\]" "$1") -eq 1 ]] || { cat "$1" >&2; fail "rank $r: not one line"; }
+    done
+  }
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --allreduce auto --tuning "$work/absent.tuning" \
+    --run-dir "$work/t0" > "$work/log" 2>&1
+  expect_fail "$work/log" nonzero "absent.tuning: cannot open the tuning file \\(on rank\\(s\\) 0, 1\\)" 2 $?
+  only_errors "$work/log" 2
+  [[ ! -e $work/t0/rank-0.jsonl ]] || fail "training started with a missing tuning file"
+  printf 'alpha_s = 5e-5\nbeta_s_per_byte = fast\n' > "$work/bad.tuning"
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --tuning "$work/bad.tuning" > "$work/log" 2>&1
+  expect_fail "$work/log" nonzero "bad.tuning:2: beta_s_per_byte must be a finite number" 2 $?
+  only_errors "$work/log" 2
+  printf '# test\nalpha_s = 2e-5\nchoice_margin = 0.1\n' > "$work/good.tuning"
+  printf 'alpha_s = 3e-5\n' > "$work/other.tuning"
+  # A node without the file: rank 1 names another path that does not exist.
+  mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -np 1 "$bin" train "${data[@]}" --epochs 1 \
+    --tuning "$work/good.tuning" : -np 1 "$bin" train "${data[@]}" --epochs 1 --tuning "$work/gone.tuning" \
+    > "$work/log" 2>&1
+  expect_fail "$work/log" nonzero "gone.tuning: cannot open the tuning file \\(on rank\\(s\\) 1\\)" 2 $?
+  only_errors "$work/log" 2
+  mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -np 1 "$bin" train "${data[@]}" --epochs 1 \
+    --tuning "$work/good.tuning" : -np 1 "$bin" train "${data[@]}" --epochs 1 --tuning "$work/other.tuning" \
+    > "$work/log" 2>&1
+  expect_fail "$work/log" nonzero "rank\\(s\\) 1 read other parameters than rank 0" 2 $?
+  only_errors "$work/log" 2
+  # From a config file too: the same error.
+  printf 'tuning = "%s"\n' "$work/absent.tuning" > "$work/c.toml"
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --epochs 1 --config "$work/c.toml" > "$work/log" 2>&1
+  expect_fail "$work/log" nonzero "absent.tuning: cannot open the tuning file" 2 $?
+  # A good file: the run uses it; the start line and summary.json name auto's choice.
+  nq=()
+  for a in "${data[@]}"; do [[ $a == --quiet ]] || nq+=("$a"); done
+  "${mpi[@]}" -np 2 "$bin" train "${nq[@]}" --progress plain --max-steps 3 --bucket-mb 0.1 --allreduce auto \
+    --tuning "$work/good.tuning" --run-dir "$work/t1" > "$work/log" 2>&1 || { cat "$work/log" >&2; fail "run with --tuning"; }
+  grep -qE "all-reduce auto \[[0-9]+ x 0\.10 MiB -> (rd|ring) \(one host" "$work/log" \
+    || { cat "$work/log" >&2; fail "start line lacks auto's choice"; }
+  grep -q "^tuning = \"$work/good.tuning\"" "$work/t1/config.toml" || fail "config.toml lacks tuning"
+  $py - "$work/t1" "$work/good.tuning" <<'PY' || fail "summary.json's all-reduce plan"
+import json, sys, pathlib
+d = pathlib.Path(sys.argv[1])
+s = json.loads((d / "summary.json").read_text())
+c = json.loads((d / "config.json").read_text())
+assert s["tuning"] == sys.argv[2] and c["tuning"] == sys.argv[2], (s["tuning"], c["tuning"])
+plan = s["allreduce_plan"]
+assert sum(p["buckets"] for p in plan) == c["buckets"], (plan, c["buckets"])
+assert len({p["bytes"] for p in plan}) == len(plan)
+for p in plan:
+    assert p["algo"] in ("rd", "ring") and p["basis"].startswith("one host"), p
+    assert p["predicted_us"] == {}, p
+PY
+  # Forced: the algorithm named as forced; no tuning: "built-in".
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" --max-steps 2 --allreduce rab --run-dir "$work/t2" > "$work/log" 2>&1 \
+    || { cat "$work/log" >&2; fail "run with --allreduce rab"; }
+  $py - "$work/t2" <<'PY' || fail "summary.json of a forced algorithm"
+import json, sys, pathlib
+s = json.loads((pathlib.Path(sys.argv[1]) / "summary.json").read_text())
+assert s["tuning"] == "built-in", s["tuning"]
+assert all(p["algo"] == "rab" and p["basis"] == "forced" for p in s["allreduce_plan"]), s["allreduce_plan"]
+PY
+  "$bin" train --help > "$work/help" || fail "train --help"
+  grep -q -- "--tuning TEXT" "$work/help" || fail "train --help lacks --tuning"
   ;;
 torn_log)
   # A rank killed mid-record leaves a torn last line: trace and the report read the rest

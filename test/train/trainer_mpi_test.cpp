@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/AllreduceCostModel.h"
 #include "collectives/MpiCommunicator.h"
 #include "collectives/MpiEnvironment.h"
 #include "common/Json.h"
@@ -156,4 +157,49 @@ TEST_CASE("--straggler-ms slows the last rank in sync mode and changes no result
   const auto& a = params[0];
   const auto& b = params[1];
   CHECK(all_ranks(a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0));
+}
+
+TEST_CASE("auto with one rank per node: summary.json names the cost model's choice per bucket size") {
+  // node_group_size 1: every rank its own "node", so auto chooses by the cost model.
+  MpiCommunicatorOptions options;
+  options.node_group_size = 1;
+  MpiCommunicator world(MPI_COMM_WORLD, options);
+  const int n = world.size();
+  const std::string tuning = (test::job_dir() / "auto.tuning").string();
+  if (world.rank() == 0) std::ofstream(tuning) << "alpha_s = 1e-3\nchoice_margin = 0\n";
+  world.barrier();
+  AllreduceCostModel model;
+  model.alpha_s = 1e-3;
+  model.choice_margin = 0;
+  for (const bool with_file : {false, true}) {
+    TrainConfig c = small_config(with_file ? "auto_tuned" : "auto_builtin", 8);
+    c.max_steps = 2;
+    c.allreduce = "auto";
+    c.bucket_mb = 0.05;  // lenet5's 61706 floats: full buckets and a smaller last one
+    if (with_file) c.tuning = tuning;
+    Trainer t(c, world);
+    t.run();
+    if (world.rank() != 0) continue;
+    std::ifstream in(std::filesystem::path(c.run_dir) / "summary.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    const Json j = Json::parse(text.str());
+    CHECK(j.at("tuning").as_string() == (with_file ? tuning : "built-in"));
+    const auto& plans = j.at("allreduce_plan").as_array();
+    if (n == 1) {
+      CHECK(plans.empty());
+      continue;
+    }
+    REQUIRE(plans.size() == 2);
+    for (const Json& p : plans) {
+      const auto bytes = static_cast<std::size_t>(p.at("bytes").as_int());
+      const AllreducePlan expected =
+          choose_by_cost_model(bytes, n, Compression::kNone, 2048, with_file ? model : AllreduceCostModel{});
+      INFO("bytes " << bytes << " " << p.dump());
+      CHECK(p.at("basis").as_string() == "cost model");
+      CHECK(p.at("algo").as_string() == allreduce_algo_name(expected.algo));
+      for (const auto& [algo, seconds] : expected.predicted_s)
+        CHECK(p.at("predicted_us").at(std::string(allreduce_algo_name(algo))).as_double() == Approx(1e6 * seconds));
+    }
+  }
 }

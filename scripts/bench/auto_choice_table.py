@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""auto's choice on the recorded all-reduce cells: which algorithm the cost model picks per
+(node count, size) and the recorded time of that algorithm against the best recorded one.
+
+Derived from recorded measurements plus the model's choice: nothing is measured here. The
+model is a mirror of src/collectives/AllreduceCostModel.cpp (predict_allreduce_seconds and
+choose_by_cost_model); test/collectives/AllreduceParsingTest.cpp pins the C++ choices of a
+few of these cells, so the two cannot drift apart unnoticed.
+
+    scripts/bench/auto_choice_table.py docs/benchmarks/allreduce-cluster-quiet.txt [--alpha-s A ...]
+"""
+import argparse
+import math
+import re
+import sys
+
+# AllreduceCostModel's built-in defaults (AllreduceCostModel.h says where they come from).
+DEFAULTS = dict(alpha_s=50e-6, beta_s_per_byte=8.06e-9, rendezvous_beta_s_per_byte=12.5e-9,
+                gamma_s_per_byte=0.1e-9, eager_limit_bytes=65536, choice_margin=0.05)
+DOUBLING_MAX = 2048  # AllreduceTuning::rd_doubling_max_bytes
+ORDER = ["ring", "rd", "rab"]  # preference on near-ties (AllreduceCostModel.cpp says why)
+
+
+def predict(algo, n, p, m):
+    if p <= 1 or n == 0:
+        return 0.0
+    a, b, g = m["alpha_s"], m["beta_s_per_byte"], m["gamma_s_per_byte"]
+    q = 1
+    while q * 2 <= p:
+        q *= 2
+    k = int(round(math.log2(q)))
+
+    def link(size):  # one whole message of `size` bytes: above the eager limit, rendezvous
+        return size * (m["rendezvous_beta_s_per_byte"] if size > m["eager_limit_bytes"] else b)
+
+    if algo == "ring":
+        return 2 * (p - 1) * a + (p - 1) / p * (2 * n * b + n * g)
+    if algo == "rab":
+        fold = 0.0 if q == p else 2 * (a + n * b) + n * g
+        return 2 * k * a + (q - 1) / q * (2 * n * b + n * g) + fold
+    if algo == "rd":
+        fold = 0.0 if q == p else 2 * (a + link(n)) + n * g
+        if n <= DOUBLING_MAX or n // 4 < q:
+            return k * (a + link(n) + n * g) + fold
+        t = 0.0
+        for j in range(1, k + 1):
+            msg = n / 2 ** j
+            t += 2 * (a + link(msg)) + msg * g
+        return t + fold
+    raise ValueError(algo)
+
+
+def choose(n, p, m):
+    times = {x: predict(x, n, p, m) for x in ORDER}
+    best = min(times.values())
+    for x in ORDER:
+        if times[x] <= best * (1 + m["choice_margin"]):
+            return x, times
+    raise AssertionError
+
+
+def choose_before(n, p):
+    """auto before the cost model (AllreduceTuning's thresholds at 3ce38dd): rd below 64 KiB
+    across hosts (16 KiB for a rank count that is not a power of two), the ring from there."""
+    pow2 = p & (p - 1) == 0
+    return "rd" if n < (64 << 10 if pow2 else 16 << 10) else "ring"
+
+
+def ratio_text(pick, measured, nodes):
+    best = min(measured.values())
+    if pick in measured:
+        return f"{measured[pick] / best:.3f}"
+    if pick == "rab" and nodes == 2 and "ring" in measured:
+        # At 2 ranks rab and the ring send the same messages (allreduce-rab.md: 0.999-1.004).
+        return f"{measured['ring'] / best:.3f} (rab = ring at 2 nodes)"
+    return "not recorded"
+
+
+def read_cells(path):
+    """(context, nodes, size) -> {algo: avg us}, one rank per node only."""
+    cells = {}
+    block = 0
+    nodes = None
+    several = False
+    context = ""
+    burst = ""
+    mtu = "1500"
+    for line in open(path):
+        if line.startswith("cluster up:"):
+            nodes = int(line.split()[2])
+            burst = re.search(r"burst (\S+)", line).group(1)
+            block += 1
+            several = False
+        elif line.startswith("## cluster_"):
+            context = line.split()[1]
+            mtu = re.search(r"mtu(\d+)", context).group(1)
+            block += 1
+        elif line.startswith("# allreduce_bench:"):
+            several = " 0 with several ranks" not in line
+            block += 1
+        elif re.match(r"^(recv-depth|n\d mtu)", line):
+            if line.startswith("n"):
+                mtu = re.search(r"mtu(\d+)", line).group(1)
+            block += 1
+        elif line.startswith("# ==== 3"):
+            mtu = "1500"
+        fields = line.split()
+        if len(fields) >= 6 and fields[0].isdigit() and not several and nodes:
+            key = (block, f"{nodes} nodes, MTU {mtu}, burst {burst}", nodes, int(fields[0]))
+            cells.setdefault(key, {})[fields[2]] = float(fields[4])
+    return cells
+
+
+def size_text(n):
+    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div:
+            return f"{n // div} {unit}"
+    return f"{n} B"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("record")
+    for key, value in DEFAULTS.items():
+        ap.add_argument("--" + key.replace("_", "-"), type=float, default=value)
+    args = ap.parse_args()
+    m = {k: getattr(args, k) for k in DEFAULTS}
+    rows = []
+    for (block, where, nodes, n), algos in sorted(read_cells(args.record).items()):
+        measured = {a: t for a, t in algos.items() if a in ORDER}
+        if len(measured) < 2:
+            continue  # a cell needs at least two of auto's candidates to compare
+        pick, times = choose(n, nodes, m)
+        before = choose_before(n, nodes)
+        best_algo = min(measured, key=measured.get)
+        all_best = min((t, a) for a, t in algos.items() if a != "auto")
+        pred = ", ".join(f"{a} {1e6 * t:.0f}" for a, t in times.items())
+        rec = ", ".join(f"{a} {t:.0f}" for a, t in sorted(algos.items()) if a != "auto")
+        rows.append((where, size_text(n), pick, pred, rec, best_algo, ratio_text(pick, measured, nodes),
+                     f"{before} {ratio_text(before, measured, nodes)}", f"{all_best[1]} {all_best[0]:.0f}"))
+    print("| cell | size | auto picks | predicted (us) | recorded avg (us) | fastest of ring/rd/rab "
+          "| auto / fastest | before: pick, ratio | fastest recorded |")
+    print("|---|---:|---|---|---|---|---:|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    ratios = [float(r[6].split()[0]) for r in rows if r[6][0].isdigit()]
+    before = [float(r[7].split()[1]) for r in rows if r[7].split()[1][0].isdigit()]
+    print(f"\n{len(rows)} cells; auto's pick recorded in {len(ratios)}; over 1.05: "
+          f"{sum(1 for x in ratios if x > 1.05)}; worst {max(ratios):.3f}; "
+          f"before: over 1.05: {sum(1 for x in before if x > 1.05)}, worst {max(before):.3f}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
