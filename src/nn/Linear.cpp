@@ -59,7 +59,8 @@ std::unique_ptr<Layer::State> Linear::build(const memory::desc& in_md, Phase pha
   const auto f32 = memory::data_type::f32, type = compute_type();
   const memory::desc src_md = plain_md(in, type), dst_md = plain_md(out, type), b_md({out_features_}, f32, tag::x),
                      no_md;
-  const memory::desc w_any({out_features_, in_features_}, type, tag::ab), dw_md({out_features_, in_features_}, f32, tag::ab);
+  const memory::dims w_dims{out_features_, in_features_};
+  const memory::desc w_any(w_dims, type, tag::ab), dw_md(w_dims, f32, tag::ab);
 
   const auto prop = phase == Phase::kTrain ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
   const dnnl::inner_product_forward::primitive_desc fwd_pd(
