@@ -6,8 +6,8 @@
 // fixed point with one power-of-two scale per bucket, taken from the global max |g| over
 // all S shards (a max all-reduce: exact, and independent of p), and the int64 values are
 // added locally and across ranks (MPI_Allreduce MPI_INT64_T MPI_SUM): integer addition is
-// exact in every order. The scale leaves S * max |q| below 2^62, so no partial sum can
-// overflow, and the largest value of a bucket keeps 62 - ceil(log2 S) bits (fp32 has 24).
+// exact in every order. The scale leaves S * max |q| below 2^51, so no partial sum can come
+// near overflow, and the largest value of a bucket keeps 51 - ceil(log2 S) bits (fp32 has 24).
 // Batch-norm running statistics get the same treatment in a cheaper form: every shard's
 // buffers travel in its own slot (a sum of one value and zeros is exact) and every rank
 // averages the S slots in shard order.

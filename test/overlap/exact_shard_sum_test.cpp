@@ -53,8 +53,9 @@ TEST_CASE("The exact mean equals the long-double mean to fp32 rounding") {
     long double ref = 0.0L;
     for (const auto& s : shards) ref += s[j];
     ref /= 12.0L;
-    // Quantisation: 2^-58 of the bucket's max (10^4 here), then fp32 rounding of the result.
-    const long double tolerance = std::fabs(ref) * 0x1p-23L + 1e4L * 0x1p-56L;
+    // Quantisation: half a step of 2^-47 of the bucket's max (< 10^4 here; 51 - ceil(log2 12)
+    // bits), then fp32 rounding of the result.
+    const long double tolerance = std::fabs(ref) * 0x1p-23L + 1e4L * 0x1p-47L;
     INFO("element " << j << ": " << mean[j] << " vs " << static_cast<double>(ref));
     REQUIRE(std::fabs(static_cast<long double>(mean[j]) - ref) <= tolerance);
   }
