@@ -168,8 +168,8 @@ void Commands::add_train_optimisation_options(CLI::App& t) {
   t.add_option("--batch-size", c.batch_size, "Batch size per rank (with --logical-shards: per shard)")
       ->capture_default_str();
   t.add_option("--global-batch-size", c.global_batch_size,
-                "Samples per optimizer step over all ranks and --accumulate micro-batches (overrides --batch-size; must "
-                "divide evenly)");
+                "Samples per optimizer step over all ranks and --accumulate micro-batches, or over the --logical-shards "
+                "(overrides --batch-size; must divide evenly)");
   t.add_option("--eval-batch-size", c.eval_batch_size, "Evaluation batch per rank (0: max(batch, 256))")
       ->capture_default_str();
   t.add_option("--accumulate", c.accumulate, "Micro-batches whose gradients are summed before one all-reduce")

@@ -23,8 +23,8 @@ void Trainer::State::maybe_resume() {
   pos = saved.at;
   prior_elapsed = saved.elapsed_s;
   // With logical shards a step is S shards whatever the rank count: the position carries over.
-  const bool same_cut = config.logical_shards > 0 ? saved.logical_shards == config.logical_shards
-                                                  : saved.world_size == world;
+  const bool same_cut =
+      saved.logical_shards == config.logical_shards && (config.logical_shards > 0 || saved.world_size == world);
   if (same_cut && saved.batch_size == config.batch_size) {
     epoch_totals = saved.totals;
     if (root()) {
