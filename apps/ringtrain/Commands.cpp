@@ -170,10 +170,11 @@ void Commands::add_train_optimisation_options(CLI::App& t) {
   t.add_option("--target-accuracy", c.target_accuracy,
                 "Evaluate every epoch and stop once test accuracy >= this, reporting the time (0: off)")
       ->capture_default_str();
-  t.add_option("--batch-size", c.batch_size, "Batch size per rank")->capture_default_str();
+  t.add_option("--batch-size", c.batch_size, "Batch size per rank (with --logical-shards: per shard)")
+      ->capture_default_str();
   t.add_option("--global-batch-size", c.global_batch_size,
-                "Samples per optimizer step over all ranks and --accumulate micro-batches (overrides --batch-size; must "
-                "divide evenly)");
+                "Samples per optimizer step over all ranks and --accumulate micro-batches, or over the --logical-shards "
+                "(overrides --batch-size; must divide evenly)");
   t.add_option("--eval-batch-size", c.eval_batch_size, "Evaluation batch per rank (0: max(batch, 256))")
       ->capture_default_str();
   t.add_option("--accumulate", c.accumulate, "Micro-batches whose gradients are summed before one all-reduce")
@@ -227,6 +228,15 @@ void Commands::add_train_distribution_options(CLI::App& t) {
   t.add_option("--tuning", c.tuning,
                 "Cost model parameters for --allreduce auto, as 'allreduce_bench --calibrate FILE' writes them "
                 "(default: built-in, fitted to 1 Gbit links); read on every rank, which must all read the same values");
+  t.add_option("--logical-shards", c.logical_shards,
+                "Cut the global batch into S fixed shards of --batch-size samples (global batch S x --batch-size; "
+                "--global-batch-size G gives G/S), S/N per rank, with their own samples, dropout and batch-norm "
+                "statistics, and sum the gradients exactly (int64): the parameters are bit-identical at every rank "
+                "count N that divides S (with equal --threads), and a checkpoint resumes mid-epoch at any such N. "
+                "Gradients travel once per step as int64 through MPI_Allreduce (2x the fp32 bytes), after the last "
+                "shard (no --overlap). 0: off")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   // A string, so config.toml writes and reads back the same word.
   t.add_option("--overlap", overlap_,
                 "Reduce each gradient bucket on a communication thread as soon as backward has finished it (off: "

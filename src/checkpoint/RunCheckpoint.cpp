@@ -49,6 +49,8 @@ Json checkpoint_meta(const TrainConfig& config, const Model& model, int world, c
   meta.set("num_params", model.num_params());
   meta.set("world_size", world);
   meta.set("batch_size", config.batch_size);
+  // The position is in global (step, shard) terms then: any rank count that divides S resumes it.
+  if (config.logical_shards > 0) meta.set("logical_shards", config.logical_shards);
   meta.set("global_step", point.at.global_step);
   meta.set("epoch", point.at.epoch);
   meta.set("step_in_epoch", point.at.step_in_epoch);
@@ -81,6 +83,7 @@ CheckpointPoint checkpoint_point(const Json& meta) {
   p.optimizer_steps = static_cast<std::uint64_t>(meta.at("optimizer_steps").as_int());
   p.world_size = static_cast<int>(meta.at("world_size").as_int());
   p.batch_size = static_cast<int>(meta.at("batch_size").as_int());
+  if (const Json* s = meta.find("logical_shards")) p.logical_shards = static_cast<int>(s->as_int());
   return p;
 }
 

@@ -46,6 +46,7 @@ struct CheckpointPoint {
   double test_accuracy = 0.0;
   int world_size = 1;  // of the run that wrote it
   int batch_size = 0;
+  int logical_shards = 0;  // --logical-shards of the run that wrote it (0: off)
 };
 
 // The metadata both modes write; the async trainer adds its position in tickets.

@@ -72,6 +72,11 @@ class Communicator {
   // Small exact sums (metrics), in place, with MPI's own reduction.
   virtual void allreduce_sum(std::span<double> data) = 0;
   virtual void allreduce_max(std::span<double> data) = 0;
+  // Integer sum with MPI's own reduction (MPI_INT64_T, MPI_SUM): exact and the same in any
+  // order of addition as long as no partial sum overflows, which the caller bounds. The
+  // exact gradient sum of --logical-shards uses it (ExactShardSum); the ring and the other
+  // algorithms move floats only.
+  virtual void allreduce_sum(std::span<std::int64_t> data) = 0;
 
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   void broadcast(std::span<float> data, int root) { broadcast(std::as_writable_bytes(data), root); }

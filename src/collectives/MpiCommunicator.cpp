@@ -227,6 +227,20 @@ void MpiCommunicator::allreduce_sum(std::span<double> data) { reduce_doubles(dat
 
 void MpiCommunicator::allreduce_max(std::span<double> data) { reduce_doubles(data, MPI_MAX); }
 
+void MpiCommunicator::allreduce_sum(std::span<std::int64_t> data) {
+  StallRecord::instance().set_operation("exact all-reduce (int64)");
+  for (std::size_t offset = 0; offset < data.size(); offset += kMaxCount) {
+    const std::size_t n = std::min(kMaxCount, data.size() - offset);
+    const StallWaitScope wait("MPI_Allreduce", StallRecord::kAllRanks);
+    RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data.data() + offset, static_cast<int>(n), MPI_INT64_T, MPI_SUM,
+                                      comm_));
+  }
+  if (size_ > 1) {
+    stats_.bytes_sent += data.size_bytes();
+    stats_.bytes_received += data.size_bytes();
+  }
+}
+
 void MpiCommunicator::broadcast(std::span<std::byte> data, int root) {
   if (root < 0 || root >= size_) {
     throw std::invalid_argument("broadcast: root " + std::to_string(root) + " outside [0, " +

@@ -14,6 +14,7 @@ class SelfCommunicator final : public Communicator {
   using Communicator::allreduce;
   void allreduce_sum(std::span<double> /*data*/) override {}
   void allreduce_max(std::span<double> /*data*/) override {}
+  void allreduce_sum(std::span<std::int64_t> /*data*/) override {}
   void broadcast(std::span<std::byte> data, int root) override;
   using Communicator::broadcast;
   std::vector<std::uint64_t> allgather(std::uint64_t value) override { return {value}; }

@@ -25,6 +25,13 @@ void TrainConfig::validate() const {
   require(global_batch_size >= 0, "--global-batch-size must be >= 0");
   require(eval_batch_size >= 0, "--eval-batch-size must be >= 0");
   require(accumulate >= 1, fmt::format("--accumulate must be >= 1 (got {})", accumulate));
+  require(logical_shards >= 0, fmt::format("--logical-shards must be >= 0 (0: off; got {})", logical_shards));
+  if (logical_shards > 0) {
+    require(mode == "sync", "--logical-shards applies to --mode sync");
+    require(accumulate == 1,
+            "--logical-shards runs each rank's shards through the accumulation path already: leave --accumulate at 1");
+    require(compress == "none", "--logical-shards sums gradients exactly in int64: leave --compress at none");
+  }
   require(schedule.base_lr > 0.0, fmt::format("--lr must be > 0 (got {})", schedule.base_lr));
   require(lr_scaling == "none" || lr_scaling == "linear",
           fmt::format("--lr-scaling must be none or linear (got '{}')", lr_scaling));
@@ -101,6 +108,7 @@ Json TrainConfig::to_json() const {
   j.set("global_batch_size", global_batch_size);
   j.set("eval_batch_size", eval_batch_size);
   j.set("accumulate", accumulate);
+  if (logical_shards > 0) j.set("logical_shards", logical_shards);  // absent: off (older files)
   j.set("optimizer", optimizer.name);
   j.set("momentum", optimizer.momentum);
   j.set("nesterov", optimizer.nesterov);

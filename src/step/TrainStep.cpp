@@ -36,12 +36,21 @@ TrainStep::TrainStep(Model& model, const Dataset& train, TrainStepConfig config,
       train_(train),
       config_(config),
       rank_(rank),
-      sampler_(train.size(), rank, world, config.seed, DistributedSampler::Mode::kTrain) {
+      // Logical shards: one global permutation, cut by shard rather than by rank.
+      sampler_(train.size(), config.logical_shards > 0 ? 0 : rank, config.logical_shards > 0 ? 1 : world, config.seed,
+               DistributedSampler::Mode::kTrain) {
   const auto batch = static_cast<std::size_t>(config_.batch_size);
-  steps_per_epoch_ = static_cast<std::int64_t>(sampler_.steps(batch)) / config_.accumulate;
+  const int parts = config_.logical_shards > 0 ? config_.logical_shards : config_.accumulate;
+  steps_per_epoch_ = static_cast<std::int64_t>(sampler_.steps(batch)) / parts;
   src_.resize(batch * train.shape().numel());
   labels_.resize(batch);
   if (config_.accumulate > 1) accumulated_.resize(model.num_params());
+}
+
+std::uint64_t TrainStep::augment_key(const LoopPosition& at) const {
+  return config_.augment ? derive_seed(config_.seed, {static_cast<std::uint64_t>(RngPurpose::kAugment),
+                                                      static_cast<std::uint64_t>(at.epoch)})
+                         : 0;
 }
 
 PhaseTimes TrainStep::compute_gradients(const LoopPosition& at, StepTotals& local, const Hooks& hooks) {
@@ -50,10 +59,7 @@ PhaseTimes TrainStep::compute_gradients(const LoopPosition& at, StepTotals& loca
   }
   const int k = config_.accumulate;
   const auto batch = static_cast<std::size_t>(config_.batch_size);
-  const std::uint64_t augment_key =
-      config_.augment
-          ? derive_seed(config_.seed, {static_cast<std::uint64_t>(RngPurpose::kAugment), static_cast<std::uint64_t>(at.epoch)})
-          : 0;
+  const std::uint64_t augment = augment_key(at);
   const auto grads = model_.grads();
   const float inv = 1.0f / static_cast<float>(k);
   PhaseTimes t;
@@ -68,7 +74,7 @@ PhaseTimes TrainStep::compute_gradients(const LoopPosition& at, StepTotals& loca
     const bool last = micro + 1 == k;
     const auto t0 = Clock::now();
     const auto idx = sampler_.batch(static_cast<std::size_t>(at.step_in_epoch * k + micro), batch);
-    load_batch(train_, idx, src_.data(), labels_.data(), augment_key);
+    load_batch(train_, idx, src_.data(), labels_.data(), augment);
     const auto t1 = Clock::now();
     const std::uint64_t noise = derive_seed(
         config_.seed, {static_cast<std::uint64_t>(RngPurpose::kDropout), static_cast<std::uint64_t>(at.global_step),
@@ -141,6 +147,83 @@ StepResult TrainStep::run(const LoopPosition& at, double lr, GradientSync& sync)
   const auto t0 = Clock::now();
   optimizer_->step(model_.params(), model_.grads(), lr);
   result.times.optimizer = seconds_between(t0, Clock::now());
+  return result;
+}
+
+PhaseTimes TrainStep::compute_shards(const LoopPosition& at, StepTotals& local, ExactShardSum& sum) {
+  if (sampler_.epoch() != static_cast<std::uint64_t>(at.epoch) || sampler_.indices().empty()) {
+    sampler_.set_epoch(static_cast<std::uint64_t>(at.epoch));
+  }
+  const auto shards = static_cast<std::size_t>(config_.logical_shards);
+  const auto batch = static_cast<std::size_t>(config_.batch_size);
+  const std::uint64_t augment = augment_key(at);
+  const auto buffers = model_.buffers();
+  step_buffers_.assign(buffers.begin(), buffers.end());
+  PhaseTimes t;
+  local = {};
+  for (int i = 0; i < sum.local_shards(); ++i) {
+    if (config_.stop_cuts_step && stop_requested()) {
+      local.stop = 1.0;  // the step will be discarded
+      return t;
+    }
+    const auto shard = static_cast<std::size_t>(sum.first_shard() + i);
+    const auto t0 = Clock::now();
+    const auto idx = sampler_.batch(static_cast<std::size_t>(at.step_in_epoch) * shards + shard, batch);
+    load_batch(train_, idx, src_.data(), labels_.data(), augment);
+    const auto t1 = Clock::now();
+    // Each shard's batch statistics update the running ones from where the step began, as if
+    // it were alone; ExactShardSum averages the S results in shard order.
+    std::copy(step_buffers_.begin(), step_buffers_.end(), buffers.begin());
+    const std::uint64_t noise =
+        derive_seed(config_.seed, {static_cast<std::uint64_t>(RngPurpose::kDropout),
+                                   static_cast<std::uint64_t>(at.global_step), shards, shard});
+    const LossResult r = model_.forward(src_.data(), labels_.data(), static_cast<int>(idx.size()), Phase::kTrain, noise);
+    const auto t2 = Clock::now();
+    local.loss_sum += r.loss_sum;
+    local.correct += static_cast<double>(r.correct);
+    local.count += static_cast<double>(r.count);
+    model_.backward();
+    sum.add(i, model_.grads(), buffers);
+    t.data += seconds_between(t0, t1);
+    t.forward += seconds_between(t1, t2);
+    t.backward += seconds_between(t2, Clock::now());
+  }
+  if (config_.straggler_ms > 0.0) {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config_.straggler_ms));
+  }
+  local.stop = stop_requested() ? 1.0 : 0.0;
+  return t;
+}
+
+StepResult TrainStep::run_shards(const LoopPosition& at, double lr, ExactShardSum& sum) {
+  if (optimizer_ == nullptr) throw std::logic_error("TrainStep::run_shards without an optimizer");
+  StepResult result;
+  sum.begin();
+  result.times = compute_shards(at, result.totals, sum);
+  const auto t0 = Clock::now();
+  sum.agree(result.totals);
+  const double agreement = seconds_between(t0, Clock::now());
+  result.times.allreduce = agreement;
+  result.times.exposed = agreement;
+  const StepTotals& total = result.totals;
+  if (total.stop > 0.0) {
+    std::copy(step_buffers_.begin(), step_buffers_.end(), model_.buffers().begin());  // the step is discarded
+    result.applied = false;
+    return result;
+  }
+  if (!std::isfinite(total.loss_sum)) {
+    throw CollectiveError(fmt::format("loss became {} at step {} (epoch {}, step {} of {}); lower --lr",
+                                      std::isnan(total.loss_sum) ? "NaN" : "Inf", at.global_step + 1, at.epoch + 1,
+                                      at.step_in_epoch + 1, steps_per_epoch_));
+  }
+  SyncTimes s = sum.reduce(model_.grads(), model_.buffers());
+  result.times.allreduce += s.allreduce;
+  result.times.exposed += s.exposed;
+  result.times.wait = s.wait;
+  result.comm_slices = std::move(s.slices);
+  const auto t1 = Clock::now();
+  optimizer_->step(model_.params(), model_.grads(), lr);
+  result.times.optimizer = seconds_between(t1, Clock::now());
   return result;
 }
 

@@ -14,6 +14,7 @@
 #include "datasets/DistributedSampler.h"
 #include "nn/Model.h"
 #include "optim/Optimizer.h"
+#include "overlap/ExactShardSum.h"
 #include "overlap/GradientSync.h"
 #include "common/LoopPosition.h"
 #include "logs/PhaseTimes.h"
@@ -32,6 +33,9 @@ struct TrainStepConfig {
   // anyway). false: the step is computed whole (an asynchronous worker owes its servers the
   // gradient of the batch it was handed; they decide what a stop discards).
   bool stop_cuts_step = true;
+  // --logical-shards S (0: off). batch_size is then one shard's batch; the sampler walks the
+  // epoch's global permutation, and run_shards() replaces run().
+  int logical_shards = 0;
 };
 
 struct StepResult {
@@ -74,6 +78,13 @@ class TrainStep {
   // summed loss is not finite; std::logic_error if built without an optimizer.
   StepResult run(const LoopPosition& at, double lr, GradientSync& sync);
 
+  // --logical-shards: step `at` as shards sum.first_shard() .. + sum.local_shards() - 1 of
+  // the global batch, in order. Shard k of step t takes positions [(tS + k) B, (tS + k + 1) B)
+  // of the epoch's permutation, the dropout stream (seed, step, k) and its own batch-norm
+  // statistics (every shard's forward starts from the step's running statistics); then the
+  // agreement, the exact sum and the optimizer. Nothing in it depends on the rank count.
+  StepResult run_shards(const LoopPosition& at, double lr, ExactShardSum& sum);
+
  private:
   Model& model_;
   Optimizer* optimizer_;  // null: compute_gradients() only
@@ -85,6 +96,10 @@ class TrainStep {
   std::vector<float> src_;           // (batch, C, H, W)
   std::vector<std::int32_t> labels_;
   std::vector<float> accumulated_;   // accumulate > 1: the sum of the earlier micro-batches' gradients
+  std::vector<float> step_buffers_;  // logical shards: the running statistics the step started with
+
+  PhaseTimes compute_shards(const LoopPosition& at, StepTotals& local, ExactShardSum& sum);
+  std::uint64_t augment_key(const LoopPosition& at) const;
 };
 
 }  // namespace ringtrain

@@ -64,7 +64,7 @@ bool Trainer::State::train_one_step(TrainStep& step, std::int64_t steps_per_epoc
   const double lr = schedule->lr(static_cast<double>(pos.epoch) +
                                  static_cast<double>(pos.step_in_epoch) / static_cast<double>(steps_per_epoch));
   const double step_start = elapsed();
-  StepResult r = step.run(pos, lr, *sync);
+  StepResult r = shard_sum ? step.run_shards(pos, lr, *shard_sum) : step.run(pos, lr, *sync);
   pending.slices.clear();
   for (const auto& [a, b] : r.comm_slices) pending.slices.emplace_back(step_start + a, step_start + b);
   if (!r.applied) {
@@ -103,22 +103,37 @@ void Trainer::State::stop_inside_step(StepResult& r) {
 
 TrainStep Trainer::State::make_step() {
   TrainStepConfig step_config{config.batch_size, config.accumulate, config.seed, config.data.augment};
+  step_config.logical_shards = config.logical_shards;
   if (rank == world - 1) step_config.straggler_ms = config.straggler_ms;  // the last rank, as in async mode
   return TrainStep(*model_, *optimizer, *data.train, step_config, rank, world);
+}
+
+std::string Trainer::State::batch_text() const {
+  if (config.logical_shards > 0) {
+    return fmt::format("{} rank(s) x {} logical shard(s) of batch {} ({} shards, exact int64 gradient sum)", world,
+                       config.logical_shards / world, config.batch_size, config.logical_shards);
+  }
+  return fmt::format("{} rank(s) x batch {}{}", world, config.batch_size,
+                     config.accumulate > 1 ? fmt::format(" x accumulate {}", config.accumulate) : std::string());
 }
 
 void Trainer::State::announce() {
   if (!root()) return;
   if (pos.global_step == 0) {
-    progress->note(fmt::format("ringtrain: {} on {} ({} train / {} test, {}), {} rank(s) x batch {}{}, {} params, "
-                               "all-reduce {}{}{}, {}",
+    progress->note(fmt::format("ringtrain: {} on {} ({} train / {} test, {}), {}, {} params, all-reduce {}{}{}, {}",
                                config.model, config.data.name, data.train->size(), data.test->size(),
-                               data.train->shape().str(), world, config.batch_size,
-                               config.accumulate > 1 ? fmt::format(" x accumulate {}", config.accumulate) : std::string(),
-                               model_->num_params(), config.allreduce, plan_text(),
+                               data.train->shape().str(), batch_text(), model_->num_params(),
+                               config.logical_shards > 0 ? "mpi (int64)" : config.allreduce,
+                               config.logical_shards > 0 ? std::string() : plan_text(),
                                overlap ? " overlapped with backward" : "", placement()));
   }
-  if (config.overlap == "auto" && world > 1 && !overlap_policy.pays()) {
+  if (config.logical_shards > 0) {
+    if (config.overlap != "off" && world > 1) {
+      progress->note(
+          "ringtrain: note: --logical-shards sums the gradients once, after the last local shard (the scale needs "
+          "every shard's max): --overlap off");
+    }
+  } else if (config.overlap == "auto" && world > 1 && !overlap_policy.pays()) {
     progress->note(overlap_policy.why_off());
   } else if (config.overlap != "off" && world > 1 && !overlap) {
     progress->note(
@@ -127,15 +142,21 @@ void Trainer::State::announce() {
   }
 }
 
-void Trainer::State::setup_local() {
-  config.validate();
-  algo = parse_allreduce_algo(config.allreduce);
+void Trainer::State::resolve_batch() {
+  const int shards = config.logical_shards;
+  if (shards > 0 && shards % world != 0) {
+    throw std::invalid_argument(fmt::format(
+        "--logical-shards {} is not divisible by the {} ranks: run at a rank count that divides it", shards, world));
+  }
   if (config.global_batch_size > 0) {
-    // The global batch is what one optimizer step sees: ranks x micro-batches x batch.
-    const int parts = world * config.accumulate;
+    // The global batch is what one optimizer step sees: ranks x micro-batches x batch, or
+    // S shards x batch.
+    const int parts = shards > 0 ? shards : world * config.accumulate;
     if (config.global_batch_size % parts != 0) {
       throw std::invalid_argument(
-          config.accumulate == 1
+          shards > 0 ? fmt::format("--global-batch-size {} is not divisible by --logical-shards {}",
+                                   config.global_batch_size, shards)
+          : config.accumulate == 1
               ? fmt::format("--global-batch-size {} is not divisible by the {} ranks", config.global_batch_size,
                             world)
               : fmt::format("--global-batch-size {} is not divisible by the {} ranks x --accumulate {}",
@@ -143,28 +164,56 @@ void Trainer::State::setup_local() {
     }
     config.batch_size = config.global_batch_size / parts;
   }
-  if (config.lr_scaling == "linear") {
-    const int global_batch = config.batch_size * world * config.accumulate;
-    const int base = config.lr_base_batch > 0 ? config.lr_base_batch : config.batch_size;
-    config.schedule.base_lr = scale_lr_linear(config.schedule.base_lr, global_batch, base);
-    // Goyal et al.'s gradual warmup starts from the unscaled rate.
-    config.schedule.warmup_start_factor = static_cast<double>(base) / global_batch;
+}
+
+int Trainer::State::global_batch() const {
+  return config.logical_shards > 0 ? config.batch_size * config.logical_shards
+                                   : config.batch_size * world * config.accumulate;
+}
+
+void Trainer::State::check_steps_per_epoch() const {
+  const std::size_t n = data.train->size();
+  if (config.logical_shards > 0) {
+    if (n / static_cast<std::size_t>(global_batch()) == 0) {
+      throw std::invalid_argument(fmt::format(
+          "--batch-size {} x --logical-shards {} is larger than the training set ({} samples): no step would run",
+          config.batch_size, config.logical_shards, n));
+    }
+    return;
   }
-  load_data_and_model();
-  optimizer = Optimizer::create(config.optimizer, model_->param_infos(), model_->num_params());
-  // The communication thread makes MPI calls: only if the library allows that; `auto` also
-  // asks whether it can hide anything here (OverlapPolicy).
-  const bool wanted = config.overlap == "on" || (config.overlap == "auto" && overlap_policy.pays());
-  overlap = wanted && world > 1 && comm.allows_serialized_threads();
-  sync = std::make_unique<GradientSync>(comm, algo, model_->num_params(), config.bucket_mb, overlap,
-                                        parse_compression(config.compress));
-  const std::size_t per_rank = data.train->size() / static_cast<std::size_t>(world);
+  const std::size_t per_rank = n / static_cast<std::size_t>(world);
   if (per_rank / static_cast<std::size_t>(config.batch_size) / static_cast<std::size_t>(config.accumulate) == 0) {
     throw std::invalid_argument(fmt::format(
         "--batch-size {} x --accumulate {} is larger than each rank's share of the training set ({} of {} "
         "samples over {} ranks): no step would run",
-        config.batch_size, config.accumulate, per_rank, data.train->size(), world));
+        config.batch_size, config.accumulate, per_rank, n, world));
   }
+}
+
+void Trainer::State::setup_local() {
+  config.validate();
+  algo = parse_allreduce_algo(config.allreduce);
+  resolve_batch();
+  if (config.lr_scaling == "linear") {
+    const int base = config.lr_base_batch > 0 ? config.lr_base_batch : config.batch_size;
+    config.schedule.base_lr = scale_lr_linear(config.schedule.base_lr, global_batch(), base);
+    // Goyal et al.'s gradual warmup starts from the unscaled rate.
+    config.schedule.warmup_start_factor = static_cast<double>(base) / global_batch();
+  }
+  load_data_and_model();
+  optimizer = Optimizer::create(config.optimizer, model_->param_infos(), model_->num_params());
+  // The communication thread makes MPI calls: only if the library allows that; `auto` also
+  // asks whether it can hide anything here (OverlapPolicy). Logical shards reduce once,
+  // after the last local shard's backward (the exact sum needs every shard's max first).
+  const bool wanted = config.overlap == "on" || (config.overlap == "auto" && overlap_policy.pays());
+  overlap = wanted && world > 1 && comm.allows_serialized_threads() && config.logical_shards == 0;
+  sync = std::make_unique<GradientSync>(comm, algo, model_->num_params(), config.bucket_mb, overlap,
+                                        parse_compression(config.compress));
+  if (config.logical_shards > 0) {
+    shard_sum = std::make_unique<ExactShardSum>(comm, sync->buckets(), model_->num_params(),
+                                                model_->buffers().size(), config.logical_shards);
+  }
+  check_steps_per_epoch();
 }
 
 void Trainer::State::setup() {
@@ -186,14 +235,16 @@ void Trainer::State::setup() {
   choose_run_dir("");
   maybe_resume();
   Json j = base_config_json();
-  j.set("global_batch_size", config.batch_size * world * config.accumulate);
+  j.set("global_batch_size", global_batch());
   j.set("buckets", sync->buckets().size());
   j.set("overlap_active", overlap);
   open_logs(/*append=*/pos.global_step > 0, config.tensorboard, j);
 }
 
 void Trainer::State::gather_model() {
-  if (world > 1 && !model_->buffers().empty()) comm.allreduce(model_->buffers(), AllreduceAlgo::kMpi, /*mean=*/true);
+  // Logical shards: every rank already holds the same buffers (the mean over shards), and
+  // a mean over ranks of equal values need not give them back bit for bit.
+  if (config.logical_shards == 0 && world > 1 && !model_->buffers().empty()) comm.allreduce(model_->buffers(), AllreduceAlgo::kMpi, /*mean=*/true);
 }
 
 }  // namespace ringtrain

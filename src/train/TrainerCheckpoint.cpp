@@ -22,20 +22,24 @@ void Trainer::State::maybe_resume() {
   optimizer->set_steps_taken(saved.optimizer_steps);
   pos = saved.at;
   prior_elapsed = saved.elapsed_s;
-  if (saved.world_size == world && saved.batch_size == config.batch_size) {
+  // With logical shards a step is S shards whatever the rank count: the position carries over.
+  const bool same_cut =
+      saved.logical_shards == config.logical_shards && (config.logical_shards > 0 || saved.world_size == world);
+  if (same_cut && saved.batch_size == config.batch_size) {
     epoch_totals = saved.totals;
     if (root()) {
       fmt::print("ringtrain: resumed from {} at epoch {} step {} (global step {})\n", path, pos.epoch + 1,
                  pos.step_in_epoch, pos.global_step);
     }
   } else {
-    // Another world size (or per-rank batch) shards the epoch differently: the position
-    // inside the epoch has no equivalent, so the epoch starts again from its beginning.
+    // Another world size (or per-rank batch, or shard count) cuts the epoch differently: the
+    // position inside the epoch has no equivalent, so the epoch starts again from its beginning.
     if (root()) {
       fmt::print(
-          "ringtrain: note: checkpoint {} was written by {} rank(s) with batch {}; this run has {} with batch {}: "
-          "continuing from the start of epoch {} (global step {})\n",
-          path, saved.world_size, saved.batch_size, world, config.batch_size, pos.epoch + 1, pos.global_step);
+          "ringtrain: note: checkpoint {} was written by {} rank(s) with batch {} and {} logical shard(s); this run "
+          "has {} with batch {} and {}: continuing from the start of epoch {} (global step {})\n",
+          path, saved.world_size, saved.batch_size, saved.logical_shards, world, config.batch_size,
+          config.logical_shards, pos.epoch + 1, pos.global_step);
     }
     pos.step_in_epoch = 0;
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "optim/Optimizer.h"
+#include "overlap/ExactShardSum.h"
 #include "overlap/GradientSync.h"
 #include "overlap/OverlapPolicy.h"
 #include "run/TrainingRun.h"
@@ -27,6 +28,7 @@ struct Trainer::State : TrainingRun {
   bool overlap = false;          // config.overlap as resolved, where the communicator allows it
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<GradientSync> sync;
+  std::unique_ptr<ExactShardSum> shard_sum;  // --logical-shards: the exact gradient sum (else null)
 
   LoopPosition pos;   // where the run stands (restored from a checkpoint)
   PhaseTimes totals;  // every step's phases (checkpoints and evaluations: TrainingRun's counters)
@@ -51,12 +53,17 @@ struct Trainer::State : TrainingRun {
 
   void setup();
   void setup_local();  // the part before any collective
+  void resolve_batch();  // --global-batch-size, --logical-shards
+  void check_steps_per_epoch() const;
+  // Samples per optimizer step over all ranks.
+  int global_batch() const;
   void maybe_resume();
   TrainResult train();
 
   // The loop's parts (Trainer.cpp).
   TrainStep make_step();
   void announce();
+  std::string batch_text() const;  // "2 rank(s) x batch 64", for the start line
   // One step at pos; returns true when the run stops after it (a signal, --max-steps).
   bool train_one_step(TrainStep& step, std::int64_t steps_per_epoch);
   void stop_inside_step(StepResult& r);

@@ -41,7 +41,7 @@ void Trainer::State::flush_steps() {
   rec.set("loss", pending.loss / pending.steps);
   rec.set("accuracy", pending.accuracy / pending.steps);
   rec.set("lr", pending.lr);
-  rec.set("images", static_cast<std::int64_t>(pending.steps) * config.batch_size * config.accumulate);
+  rec.set("images", static_cast<std::int64_t>(pending.steps) * (global_batch() / world));
   // The last step's operations, (start, end) in seconds before this record's t: the trace's
   // communication row.
   if (!pending.slices.empty()) {
@@ -70,14 +70,15 @@ void Trainer::State::maybe_record_resources() {
 
 void Trainer::State::write_summary() {
   // Each rank's own figures, gathered to every rank as fixed-size rows.
-  const double images = static_cast<double>(result.steps) * config.batch_size * config.accumulate;
+  const double images = static_cast<double>(result.steps) * (global_batch() / world);  // this rank's
   const std::vector<double> all = gather_rows(common_row(totals, comm.bytes_sent(), comm.bytes_received()));
   if (!root()) return;
   Json j = summary_head(images * world);
-  j.set("global_batch_size", config.batch_size * world * config.accumulate);
+  j.set("global_batch_size", global_batch());
   j.set("allreduce", config.allreduce);
   j.set("tuning", config.tuning.empty() ? std::string("built-in") : config.tuning);
   j.set("allreduce_plan", plan_json());
+  if (config.logical_shards > 0) j.set("logical_shards", config.logical_shards);
   Json ranks = Json::array();
   for (int r = 0; r < world; ++r) {
     const double* row = all.data() + kCommonRowWidth * static_cast<std::size_t>(r);

@@ -49,6 +49,7 @@ class FakeCommunicator : public Communicator {
     log({"sum", 0, data.size(), std::this_thread::get_id()});
   }
   void allreduce_max(std::span<double>) override {}
+  void allreduce_sum(std::span<std::int64_t>) override {}
   void broadcast(std::span<std::byte>, int) override {}
   using Communicator::broadcast;
   std::vector<std::uint64_t> allgather(std::uint64_t v) override { return std::vector<std::uint64_t>(size_, v); }

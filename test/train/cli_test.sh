@@ -725,6 +725,26 @@ stall)
   # The stopped rank, resumed by mpirun's teardown, must not blame the peer that waited.
   grep -q "\[rank $stopped\] error: stall timeout" "$work/log" && { cat "$work/log" >&2; fail "the stopped rank blamed its peer"; }
   ;;
+logical_shards)
+  # --logical-shards 4: the same final parameters at np 1 and np 2 (model.rtck's CRC), a
+  # rank count that does not divide S refused on every rank, and the flags it excludes.
+  shards=(--logical-shards 4 --batch-size 4 --max-steps 12 --threads 1 --lr-schedule constant)
+  for np in 1 2; do
+    "${mpi[@]}" -np $np "$bin" train "${data[@]}" "${shards[@]}" --run-dir "$work/np$np" > "$work/log$np" 2>&1 \
+      || { cat "$work/log$np" >&2; fail "--logical-shards 4 at np $np failed"; }
+  done
+  $py -c 'import json,sys; c=json.load(open(sys.argv[1])); assert c["logical_shards"] == 4 and c["global_batch_size"] == 16, c' \
+    "$work/np2/config.json" || fail "config.json lacks logical_shards 4 / global batch 16"
+  a=$(params_crc "$work/np1/model.rtck") && b=$(params_crc "$work/np2/model.rtck") || fail "inspect failed"
+  [[ -n $a && $a == "$b" ]] || fail "params CRC at np 1 ($a) differs from np 2 ($b)"
+  "${mpi[@]}" -np 3 "$bin" train "${data[@]}" "${shards[@]}" --run-dir "$work/np3" > "$work/log" 2>&1; code=$?
+  expect_fail "$work/log" 2 "--logical-shards 4 is not divisible by the 3 ranks" 3 $code
+  [[ $(grep -c "error:" "$work/log") -eq 3 ]] || { cat "$work/log" >&2; fail "expected one error line per rank"; }
+  "$bin" train "${data[@]}" --logical-shards 4 --accumulate 2 > "$work/log" 2>&1; code=$?
+  expect_fail "$work/log" 2 "--logical-shards runs each rank's shards through the accumulation path" 1 $code
+  "$bin" train "${data[@]}" --logical-shards 4 --global-batch-size 30 > "$work/log" 2>&1; code=$?
+  expect_fail "$work/log" 2 "--global-batch-size 30 is not divisible by --logical-shards 4" 1 $code
+  ;;
 *)
   fail "unknown case $case_name"
   ;;
