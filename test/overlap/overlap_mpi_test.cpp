@@ -1,8 +1,9 @@
 // Overlapped (communication thread) and non-overlapped training end bit-identical after 50
 // steps at np 1..4: every all-reduce algorithm, hier with two ranks per "node" (forced, as
 // the test machine is one node), the 16-bit transports, --accumulate and bf16 compute
-// (--precision bf16). Same buckets, same summation order: only when they are reduced
-// differs. Every rank also ends with rank 0's parameters, bit for bit.
+// (--precision bf16, also for alexnet's dropout and vgg11's batch norm). Same buckets, same
+// summation order: only when they are reduced differs. Every rank also ends with rank 0's
+// parameters, bit for bit.
 // The cases are tagged so that CMake can give each group its own ctest entry (each well
 // under 30 s); run one group with `test_overlap_mpi "[hier]"`.
 #include <catch2/catch.hpp>
@@ -36,11 +37,13 @@ struct Variant {
   int accumulate = 1;
   int node_group = 0;  // MpiCommunicatorOptions::node_group_size (0: the real node split)
   std::string precision = "fp32";
+  // Another zoo model than lenet5: 3x32x32 synthetic data, batch 2, 3 steps, 1 MiB buckets.
+  std::string model = "lenet5";
 };
 
 std::string describe(const Variant& v) {
-  return fmt::format("{} compress {} accumulate {} node group {} precision {}", v.algo, v.compress, v.accumulate,
-                     v.node_group, v.precision);
+  return fmt::format("{} {} compress {} accumulate {} node group {} precision {}", v.model, v.algo, v.compress,
+                     v.accumulate, v.node_group, v.precision);
 }
 
 // config.json's overlap_active of a finished run (what the trainer actually did).
@@ -62,18 +65,27 @@ void check_bit_identical(const Variant& v) {
   std::vector<float> params[2];
   bool active[2] = {false, false};
   for (const bool overlap : {false, true}) {
-    TrainConfig c = small_config(fmt::format("overlap_{}_{}_k{}_g{}_{}_{}", v.algo, v.compress, v.accumulate,
-                                             v.node_group, v.precision, overlap ? "on" : "off"),
+    TrainConfig c = small_config(fmt::format("overlap_{}_{}_{}_k{}_g{}_{}_{}", v.model, v.algo, v.compress,
+                                             v.accumulate, v.node_group, v.precision, overlap ? "on" : "off"),
                                  8);
     c.precision = v.precision;
+    if (v.model != "lenet5") {
+      c.model = v.model;
+      c.data.synthetic_shape = {3, 32, 32};
+      c.data.synthetic_train = 64;
+      c.data.synthetic_test = 8;
+      c.batch_size = 2;
+      c.max_steps = 3;
+    }
     c.allreduce = v.algo;
     c.compress = v.compress;
     c.accumulate = v.accumulate;
     c.overlap = overlap ? "on" : "off";
     c.tensorboard = false;  // not what is tested; keeps each run short
     // lenet5's 61706 parameters in 24 buckets, so backward hands most of them over while
-    // it still runs (the default 4 MiB would be a single bucket).
-    c.bucket_mb = 0.01;
+    // it still runs (the default 4 MiB would be a single bucket); alexnet's and vgg11's
+    // 7.7 M and 9.2 M in 1 MiB buckets (30 and 36).
+    c.bucket_mb = v.model == "lenet5" ? 0.01 : 1.0;
     Trainer t(c, world);
     t.run();
     params[overlap ? 1 : 0] = copy_params(t);
@@ -144,4 +156,7 @@ TEST_CASE("Overlap on and off bit-identical: bf16 compute (--precision bf16)", "
   }
   check_bit_identical({.algo = "ring", .precision = "bf16"});
   check_bit_identical({.algo = "rab", .compress = "bf16", .accumulate = 2, .precision = "bf16"});
+  // Dropout (alexnet) and batch norm (vgg11) in bf16.
+  check_bit_identical({.algo = "ring", .precision = "bf16", .model = "alexnet"});
+  check_bit_identical({.algo = "ring", .precision = "bf16", .model = "vgg11"});
 }
