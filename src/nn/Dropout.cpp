@@ -23,9 +23,21 @@ std::string Dropout::describe() const { return fmt::format("dropout(p={})", p_);
 struct Dropout::DropoutState : State {
   std::vector<float> mask;  // one per element of the buffer (padding included)
   // bf16: the elements are widened into an f32 copy, masked there and narrowed back, by
-  // oneDNN reorders (empty handles in f32, where the mask applies in place).
+  // oneDNN reorders (empty handles in f32, where the mask applies directly).
   memory wide;
-  dnnl::reorder widen_src, narrow_dst, widen_diff_dst, narrow_diff_src;
+  dnnl::reorder widen, narrow;
+
+  // to = from * mask, elementwise (to may alias from); forward and backward alike.
+  void apply_mask(dnnl::stream& strm, const memory& from, const memory& to) {
+    const memory& in = wide ? wide : from;
+    const memory& out = wide ? wide : to;
+    if (wide) widen.execute(strm, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, wide}});
+    strm.wait();  // runs on this thread, after the producer
+    const auto* x = static_cast<const float*>(in.get_data_handle());
+    auto* y = static_cast<float*>(out.get_data_handle());
+    for (std::size_t i = 0; i < mask.size(); ++i) y[i] = x[i] * mask[i];
+    if (wide) narrow.execute(strm, {{DNNL_ARG_FROM, wide}, {DNNL_ARG_TO, to}});
+  }
 };
 
 std::unique_ptr<Layer::State> Dropout::build(const memory::desc& src_md, Phase phase, bool) {
@@ -37,26 +49,16 @@ std::unique_ptr<Layer::State> Dropout::build(const memory::desc& src_md, Phase p
     auto& eng = engine();
     s->wide = memory(wide_md, eng);
     const memory narrow(src_md, eng, DNNL_MEMORY_NONE);
-    s->widen_src = s->widen_diff_dst = dnnl::reorder(narrow, s->wide);
-    s->narrow_dst = s->narrow_diff_src = dnnl::reorder(s->wide, narrow);
+    s->widen = dnnl::reorder(narrow, s->wide);
+    s->narrow = dnnl::reorder(s->wide, narrow);
   }
   return s;
 }
 
-namespace {
-
-// y = x * mask over n floats (x may alias y).
-void apply_mask(const float* x, float* y, const std::vector<float>& mask) {
-  for (std::size_t i = 0; i < mask.size(); ++i) y[i] = x[i] * mask[i];
-}
-
-}  // namespace
-
 void Dropout::run_forward(State& base, const memory& src, const memory& dst, std::uint64_t seed) {
   auto& s = static_cast<DropoutState&>(base);
-  auto& strm = stream();
   if (s.phase != Phase::kTrain) {
-    strm.wait();  // runs on this thread, after the producer
+    stream().wait();  // runs on this thread, after the producer
     if (src.get_data_handle() != dst.get_data_handle())
       std::memcpy(dst.get_data_handle(), src.get_data_handle(), s.src_md.get_size());
     return;
@@ -66,33 +68,12 @@ void Dropout::run_forward(State& base, const memory& src, const memory& dst, std
   const auto threshold = static_cast<std::uint64_t>(static_cast<double>(p_) * (1ULL << 24));
   Rng rng(seed);
   for (auto& m : s.mask) m = (rng.next() >> 40) >= threshold ? scale : 0.0f;
-  if (s.wide) {
-    s.widen_src.execute(strm, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, s.wide}});
-    strm.wait();
-    auto* w = static_cast<float*>(s.wide.get_data_handle());
-    apply_mask(w, w, s.mask);
-    s.narrow_dst.execute(strm, {{DNNL_ARG_FROM, s.wide}, {DNNL_ARG_TO, dst}});
-    return;
-  }
-  strm.wait();
-  apply_mask(static_cast<const float*>(src.get_data_handle()), static_cast<float*>(dst.get_data_handle()), s.mask);
+  s.apply_mask(stream(), src, dst);
 }
 
 void Dropout::run_backward(State& base, const memory& diff_dst, const memory& diff_src) {
   auto& s = static_cast<DropoutState&>(base);
-  if (!s.need_diff_src) return;
-  auto& strm = stream();
-  if (s.wide) {
-    s.widen_diff_dst.execute(strm, {{DNNL_ARG_FROM, diff_dst}, {DNNL_ARG_TO, s.wide}});
-    strm.wait();
-    auto* w = static_cast<float*>(s.wide.get_data_handle());
-    apply_mask(w, w, s.mask);
-    s.narrow_diff_src.execute(strm, {{DNNL_ARG_FROM, s.wide}, {DNNL_ARG_TO, diff_src}});
-    return;
-  }
-  strm.wait();
-  apply_mask(static_cast<const float*>(diff_dst.get_data_handle()), static_cast<float*>(diff_src.get_data_handle()),
-             s.mask);
+  if (s.need_diff_src) s.apply_mask(stream(), diff_dst, diff_src);
 }
 
 }  // namespace ringtrain
