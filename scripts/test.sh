@@ -3,7 +3,9 @@
 #
 #   scripts/test.sh [ctest args]     the suite (Release build in build/)
 #   scripts/test.sh --sanitize       the suite again under AddressSanitizer + UBSan
-#                                    (build-asan/), then the tests labelled `threads`
+#                                    (build-asan/; without the tests labelled `heavy`:
+#                                    model-size repeats of paths smaller tests cover),
+#                                    then the tests labelled `threads`
 #                                    under ThreadSanitizer (build-tsan/); any report fails
 #                                    the test that produced it
 #   scripts/test.sh --sanitize=address | --sanitize=thread   one of the two
@@ -61,7 +63,7 @@ if ((run_asan)); then
     export OMPI_MCA_mca_base_component_disable_dlclose=1
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
-    ctest --output-on-failure -j "$jobs" "${args[@]}"
+    ctest --output-on-failure -j "$jobs" -LE heavy "${args[@]}"
   ) || status=1
 fi
 
