@@ -31,6 +31,7 @@ import time
 
 PROG = "run.sh: elastic"
 EXIT_USAGE = 2
+ELASTIC_SIGKILL_TIMEOUT = 2
 EXIT_STOPPED = 75  # ringtrain's "stopped by a signal, resume me" (src/run/StopSignals.h)
 
 
@@ -260,8 +261,9 @@ class Elastic:
         if first is not None:
             resumed = int(first["step"]) - 1
             rec["resumed_from_step"] = resumed
-            if rec["failed_step"] is not None:
-                rec["steps_replayed"] = max(0, rec["failed_step"] - resumed)
+            # The failed launch got at least as far as the state it left to resume from.
+            rec["failed_step"] = max(rec["failed_step"] or 0, resumed)
+            rec["steps_replayed"] = rec["failed_step"] - resumed
             rec["first_step_at"] = rounded(first["unix_s"])
             rec["first_step_utc"] = utc(first["unix_s"])
             since = rec["failed_at"] if rec["failed_at"] is not None else rec["detected_at"]
@@ -281,10 +283,21 @@ class Elastic:
 
     def command(self, launch, r):
         cmd = [self.a.run_sh, "-np", str(launch.np), "--hostfile", self.work_hostfile, "--ppn", str(r)]
-        cmd += self.a.launcher_args + ["--"] + self.train_args
+        cmd += self.sigkill_timeout() + self.a.launcher_args + ["--"] + self.train_args
         if launch.number > 1:
             cmd += ["--resume", "auto"]  # the last --resume counts (CLI11 TakeLast)
         return cmd
+
+    def sigkill_timeout(self):
+        """When a rank dies, Open MPI signals the others SIGTERM odls_base_sigkill_timeout
+        seconds later and SIGKILL as long again: run.sh's 10 s (time for a checkpoint on a stop
+        passed to mpirun) make a failed launch end ~20 s after the failure, 2 s in ~4 s. A stop
+        asked of this launcher reaches the ranks directly (SIGUSR2), untouched by it. Unless the
+        caller chose a value."""
+        given = any(a == "odls_base_sigkill_timeout" for a in self.a.launcher_args)
+        if given or os.environ.get("OMPI_MCA_odls_base_sigkill_timeout"):
+            return []
+        return ["--mca", "odls_base_sigkill_timeout", str(ELASTIC_SIGKILL_TIMEOUT)]
 
     def run_launch(self, launch, r):
         self.write_hostfile(launch.hosts, r)
