@@ -451,6 +451,9 @@ def parse(argv):
         usage_error("--elastic runs `train` (the ringtrain arguments must start with it)")
     if not option_value(train_args, "--run-dir"):
         usage_error("--elastic needs train's --run-dir: every launch resumes in the same run directory")
+    if option_value(train_args, "--mode") not in (None, "sync"):
+        # Its servers (rank 0 among them) take no steps: no first-step event to resume by.
+        usage_error("--elastic relaunches synchronous training only (not --mode async)")
     shards = option_value(train_args, "--logical-shards") or "0"
     if not shards.isdigit():
         usage_error(f"--logical-shards wants a non-negative integer, got '{shards}'")

@@ -5,6 +5,8 @@
 # usage: run.sh [launcher options] [--] <ringtrain arguments...>
 #   run.sh -np 2 train --model lenet5 --dataset fashion-mnist --epochs 1 --batch-size 64
 #   run.sh -np 4 --ppn 2 --hostfile hosts --mca btl_tcp_if_include eth0 -- train ...
+#   run.sh --elastic --min-np 2 --max-np 4 --hostfile hosts -- train --logical-shards 12 --run-dir D ...
+#     (relaunches on the hosts that still answer after a rank fails: scripts/mpirun/elastic.py)
 # Launcher options end at `--` or at the first argument that is not one of them (the
 # ringtrain subcommand, e.g. `train`). Run with --help for the list.
 #
@@ -77,8 +79,10 @@ Elastic (relaunch on the hosts that still answer after a rank fails; docs/run-di
                          divides --logical-shards S (any count without it: results then depend
                          on it), fits their slots (or --ppn per host) and lies in
                          [--min-np, --max-np]; a host that answers again is used again.
-                         Needs --hostfile and train's --run-dir; replaces -np. Each change goes
-                         to <run-dir>/membership.jsonl and summary.json's `membership`.
+                         Needs --hostfile and train's --run-dir (sync mode); replaces -np.
+                         Each change goes to <run-dir>/membership.jsonl and summary.json's
+                         `membership`. A launch's odls_base_sigkill_timeout is 2 (not 10)
+                         unless given: a failed launch then ends in ~4 s instead of ~20 s.
   --min-np A             fewest ranks to relaunch with (default 1); fewer: stop, with the
                          failed launch's exit status
   --max-np B             most ranks (default: the hostfile's slots)

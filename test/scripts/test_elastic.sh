@@ -130,5 +130,6 @@ expect_usage --elastic --hostfile "$tmp/hosts" --min-np 4 -- "${train[@]}"
 expect_usage --elastic --hostfile "$tmp/hosts" --min-np 0 -- "${train[@]}"
 expect_usage --min-np 2 --hostfile "$tmp/hosts" -- "${train[@]}"
 expect_usage --elastic --hostfile "$tmp/hosts" -- eval --checkpoint x
+expect_usage --elastic --hostfile "$tmp/hosts" -- "${train[@]}" --mode async
 
 finish test_elastic
