@@ -302,7 +302,11 @@ class Elastic:
     def run_launch(self, launch, r):
         self.write_hostfile(launch.hosts, r)
         say(f"launch {launch.number}: np {launch.np} on {', '.join(launch.hosts)}")
-        self.child = subprocess.Popen(self.command(launch, r))
+        # Its own process group: a Ctrl-C in the terminal reaches only this launcher, which
+        # passes it on as run.sh's stop (SIGUSR2 to the ranks), not also mpirun, whose own
+        # handling would kill the ranks odls_base_sigkill_timeout (2 s) into their checkpoint.
+        # No stdin: mpirun would read the terminal from a background group and be stopped.
+        self.child = subprocess.Popen(self.command(launch, r), process_group=0, stdin=subprocess.DEVNULL)
         while True:
             try:
                 launch.status = self.child.wait(timeout=0.25)
@@ -370,8 +374,8 @@ class Elastic:
             cmd = self.command(launch, r)
             cmd[cmd.index(self.work_hostfile)] = self.a.hostfile
             return subprocess.call(cmd)
-        signal.signal(signal.SIGTERM, self.on_signal)
-        signal.signal(signal.SIGINT, self.on_signal)
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(s, self.on_signal)
         os.makedirs(self.run_dir, exist_ok=True)
         if not self.shards:
             say("note: no --logical-shards: each launch takes the largest rank count that fits, and the "

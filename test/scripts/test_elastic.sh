@@ -78,19 +78,22 @@ elastic "exit=2" -- -- "${train[@]}"
 [[ $rc -eq 2 && $(launches) -eq 1 ]] || fail "3: exit $rc after $(launches) launch(es), expected 2 after 1"
 grep -q "usage error" "$tmp/err" || fail "3: no word on why: $(cat "$tmp/err")"
 
-# 4. SIGTERM to run.sh: passed to the launch (mpirun gets SIGUSR2, the ranks checkpoint and
-#    exit 75), nothing relaunched, exit 75.
-rm -rf "$FAKE_ELASTIC_DIR" "$tmp/run"; mkdir -p "$FAKE_ELASTIC_DIR"
-printf 'steps=1-5 wait\nsteps=5-9 summary\n' >"$FAKE_ELASTIC_DIR/plan"
-"$run" --elastic --hostfile "$tmp/hosts" --mpirun "$here/fake_elastic_mpirun.py" --bin /bin/true \
-  --mca plm_rsh_agent "$here/fake_agent.sh" -- "${train[@]}" >"$tmp/out" 2>"$tmp/err" &
-pid=$!
-for _ in $(seq 200); do [[ -e $FAKE_ELASTIC_DIR/waiting ]] && break; sleep 0.05; done
-[[ -e $FAKE_ELASTIC_DIR/waiting ]] || fail "4: the fake launch never started"
-kill -TERM "$pid"
-wait "$pid"
-rc=$?
-[[ $rc -eq 75 && $(launches) -eq 1 ]] || fail "4: exit $rc after $(launches) launch(es), expected 75 after 1: $(cat "$tmp/err")"
+# 4. SIGTERM (or SIGINT, a Ctrl-C) to run.sh: passed to the launch (mpirun gets SIGUSR2, the
+#    ranks checkpoint and exit 75), nothing relaunched, exit 75.
+for sig in TERM INT; do
+  rm -rf "$FAKE_ELASTIC_DIR" "$tmp/run"; mkdir -p "$FAKE_ELASTIC_DIR"
+  printf 'steps=1-5 wait\nsteps=5-9 summary\n' >"$FAKE_ELASTIC_DIR/plan"
+  "$run" --elastic --hostfile "$tmp/hosts" --mpirun "$here/fake_elastic_mpirun.py" --bin /bin/true \
+    --mca plm_rsh_agent "$here/fake_agent.sh" -- "${train[@]}" >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  for _ in $(seq 200); do [[ -e $FAKE_ELASTIC_DIR/waiting ]] && break; sleep 0.05; done
+  [[ -e $FAKE_ELASTIC_DIR/waiting ]] || fail "4: the fake launch never started"
+  kill -"$sig" "$pid"
+  wait "$pid"
+  rc=$?
+  [[ $rc -eq 75 && $(launches) -eq 1 ]] ||
+    fail "4: SIG$sig: exit $rc after $(launches) launch(es), expected 75 after 1: $(cat "$tmp/err")"
+done
 
 # 5. Fewer than --min-np ranks left: a clear refusal, the failed launch's status.
 elastic "steps=1-5 down=b,c exit=137" -- --min-np 2 -- "${train[@]}"
