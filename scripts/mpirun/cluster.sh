@@ -8,6 +8,8 @@
 #   cluster.sh run [--np N] [--map-by node] [--dry-run] -- <program> [args...]
 #   cluster.sh run --nodes K [--link-rate R] -np N [run.sh options] -- <ringtrain args...>
 #   cluster.sh status
+#   cluster.sh fail-node I      # node I dies: kill -9 every process in it, agent refuses it
+#   cluster.sh revive-node I    # node I answers again (empty: its processes are gone)
 #   cluster.sh down
 #
 # --burst is tc's token-bucket depth in bytes (tc reads "512kb" as 512 KB, "kbit" as bits):
@@ -136,6 +138,11 @@ case \$host in
   $kPrefix[0-9]*) ;;
   *) echo "netns-agent: unknown host '\$host' (expected $kPrefix<i>)" >&2; exit 255 ;;
 esac
+# A node failed with 'cluster.sh fail-node' does not answer, as ssh to a dead host would not.
+if [ -e "$kStateDir/down/\$host" ]; then
+  echo "netns-agent: \$host: host is down" >&2
+  exit 255
+fi
 exec ip netns exec "\$host" unshare --uts /bin/sh -c 'hostname "\$1" && exec /bin/sh -c "\$2"' netns-agent "\$host" "\$*"
 AGENT
   chmod 755 "$kStateDir/netns-agent"
@@ -162,6 +169,33 @@ cmd_down() {
   ip link show "$kBridge" >/dev/null 2>&1 && ip link del "$kBridge"
   rm -rf "$kStateDir"
   echo "cluster down"
+}
+
+# fail-node I: what a node failure looks like from outside. Every process in the node's
+# namespace (ranks, Open MPI's daemon) gets SIGKILL at once, and the agent refuses the host
+# until revive-node, so that mpirun and run.sh --elastic see it gone.
+cmd_fail_node() {
+  local i=${1:-}
+  require_tools
+  local nodes
+  nodes=$(node_count)
+  [[ $i =~ ^[0-9]+$ && $i -lt $nodes ]] || die "fail-node wants a node number 0..$((nodes - 1)), got '$i'"
+  mkdir -p "$kStateDir/down"
+  : >"$kStateDir/down/$kPrefix$i"
+  local pids
+  pids=$(ip netns pids "$kPrefix$i" 2>/dev/null || true)
+  [[ -n $pids ]] && kill -9 $pids 2>/dev/null || true
+  echo "$kPrefix$i failed: killed ${pids:+$(echo $pids | wc -w) process(es)}${pids:-no process}"
+}
+
+cmd_revive_node() {
+  local i=${1:-}
+  require_tools
+  local nodes
+  nodes=$(node_count)
+  [[ $i =~ ^[0-9]+$ && $i -lt $nodes ]] || die "revive-node wants a node number 0..$((nodes - 1)), got '$i'"
+  rm -f "$kStateDir/down/$kPrefix$i"
+  echo "$kPrefix$i answers again"
 }
 
 cmd_status() {
@@ -261,9 +295,11 @@ main() {
     up) cmd_up "$@" ;;
     down) cmd_down ;;
     status) cmd_status ;;
+    fail-node) cmd_fail_node "$@" ;;
+    revive-node) cmd_revive_node "$@" ;;
     run) cmd_run "$@" ;;
     -h|--help|help) usage ;;
-    *) echo "cluster.sh: unknown command '$sub' (up|down|run|status)" >&2; exit 2 ;;
+    *) echo "cluster.sh: unknown command '$sub' (up|down|run|status|fail-node|revive-node)" >&2; exit 2 ;;
   esac
 }
 

@@ -5,6 +5,8 @@
 # usage: run.sh [launcher options] [--] <ringtrain arguments...>
 #   run.sh -np 2 train --model lenet5 --dataset fashion-mnist --epochs 1 --batch-size 64
 #   run.sh -np 4 --ppn 2 --hostfile hosts --mca btl_tcp_if_include eth0 -- train ...
+#   run.sh --elastic --min-np 2 --max-np 4 --hostfile hosts -- train --logical-shards 12 --run-dir D ...
+#     (relaunches on the hosts that still answer after a rank fails: scripts/mpirun/elastic.py)
 # Launcher options end at `--` or at the first argument that is not one of them (the
 # ringtrain subcommand, e.g. `train`). Run with --help for the list.
 #
@@ -67,6 +69,26 @@ Program
                          `ringtrain` on PATH, e.g. from cmake --install)
   --dry-run              print the command line and exit without running it
   -h, --help             this text
+Elastic (relaunch on the hosts that still answer after a rank fails; docs/run-directory.md)
+  --elastic              run `train` in launches: when mpirun ends because a rank failed
+                         (any exit status but 0, 2 and a stop asked of this script), ask every
+                         host of --hostfile whether it answers (`<agent> HOST true`, the agent
+                         being --mca plm_rsh_agent's value, else ssh), write the answering ones
+                         to <run-dir>/elastic-hostfile (yours is not touched) and relaunch with
+                         --resume auto and the same --run-dir, at the largest rank count that
+                         divides --logical-shards S (any count without it: results then depend
+                         on it), fits their slots (or --ppn per host) and lies in
+                         [--min-np, --max-np]; a host that answers again is used again.
+                         Needs --hostfile and train's --run-dir (sync mode); replaces -np.
+                         Each change goes to <run-dir>/membership.jsonl and summary.json's
+                         `membership`. A launch's odls_base_sigkill_timeout is 2 (not 10)
+                         unless given: a failed launch then ends in ~4 s instead of ~20 s.
+  --min-np A             fewest ranks to relaunch with (default 1); fewer: stop, with the
+                         failed launch's exit status
+  --max-np B             most ranks (default: the hostfile's slots)
+  --max-restarts R       relaunches at most (default 10); also no relaunch after a launch
+                         that failed before its first step while the same hosts answer
+  --probe-timeout S      seconds a host has to answer (default 5)
 
 Binding: with P ranks per node and T threads each, P*T <= cores gives
   --map-by ppr:P:node:PE=T --bind-to core   (OMP_PROC_BIND=close, OMP_PLACES=cores)
@@ -76,6 +98,7 @@ when P exceeds the cores of a node. Exit codes: mpirun's, 2 for a usage error.
 Stopping: SIGTERM or SIGINT (Ctrl-C) to this script is passed to mpirun as SIGUSR2, which
 mpirun forwards to every rank at once; ringtrain stops inside its step, checkpoints the
 last completed step and exits 75 ("resume me": rerun with --resume auto), as does this script.
+With --elastic the stop is passed on the same way and nothing is relaunched.
 EOF
 }
 
@@ -104,21 +127,26 @@ bin=${RINGTRAIN_BIN:-}
 mpirun_exe=${MPIRUN:-mpirun}
 env_names=()
 extra=()
+np_given=0
+elastic=0
+elastic_opts=()
+fwd=()  # with --elastic: the options each launch gets again (not -np, --hostfile, --ppn)
 
 while [[ $# -gt 0 ]]; do
   # --opt=value is --opt value (launcher options only: the loop ends at the subcommand).
   if [[ $1 == --?*=* ]]; then
     case ${1%%=*} in
-      --np | --ppn | --hostfile | --threads | --cores-per-node | --env | --mpirun-arg | --mpirun | --bin)
+      --np | --ppn | --hostfile | --threads | --cores-per-node | --env | --mpirun-arg | --mpirun | --bin | \
+        --min-np | --max-np | --max-restarts | --probe-timeout)
         set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
-      --no-bind | --dry-run | --help) die_usage "${1%%=*} takes no value" ;;
+      --no-bind | --dry-run | --help | --elastic) die_usage "${1%%=*} takes no value" ;;
       --mca) die_usage "--mca takes NAME and VALUE as two arguments" ;;
     esac
   fi
   case $1 in
     -np | --np | -n)
       need_value "$@"; is_posint "$2" || die_usage "$1 wants a positive integer, got '$2'"
-      np=$2; shift 2 ;;
+      np=$2; np_given=1; shift 2 ;;
     --ppn)
       need_value "$@"; is_posint "$2" || die_usage "--ppn wants a positive integer, got '$2'"
       ppn=$2; shift 2 ;;
@@ -126,30 +154,41 @@ while [[ $# -gt 0 ]]; do
       need_value "$@"; hostfile=$2; shift 2 ;;
     --threads)
       need_value "$@"; is_posint "$2" || die_usage "--threads wants a positive integer, got '$2'"
-      threads=$2; shift 2 ;;
+      threads=$2; fwd+=("$1" "$2"); shift 2 ;;
     --cores-per-node)
       need_value "$@"
       is_posint "$2" || die_usage "--cores-per-node wants a positive integer, got '$2'"
-      cores=$2; shift 2 ;;
+      cores=$2; fwd+=("$1" "$2"); shift 2 ;;
     --no-bind)
-      bind=0; shift ;;
+      bind=0; fwd+=("$1"); shift ;;
     --env)
       need_value "$@"
       [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*(=.*)?$ ]] ||
         die_usage "--env wants NAME or NAME=VALUE, got '$2'"
-      env_names+=("$2"); shift 2 ;;
+      env_names+=("$2"); fwd+=("$1" "$2"); shift 2 ;;
     --mca)
       [[ $# -ge 3 && -n $2 ]] || die_usage "--mca needs NAME and VALUE"
-      extra+=(--mca "$2" "$3"); shift 3 ;;
+      extra+=(--mca "$2" "$3"); fwd+=("$1" "$2" "$3"); shift 3 ;;
     --mpirun-arg)
       [[ $# -ge 2 ]] || die_usage "--mpirun-arg needs a value"
-      extra+=("$2"); shift 2 ;;
+      extra+=("$2"); fwd+=("$1" "$2"); shift 2 ;;
     --mpirun)
-      need_value "$@"; mpirun_exe=$2; shift 2 ;;
+      need_value "$@"; mpirun_exe=$2; fwd+=("$1" "$2"); shift 2 ;;
     --bin)
-      need_value "$@"; bin=$2; shift 2 ;;
+      need_value "$@"; bin=$2; fwd+=("$1" "$2"); shift 2 ;;
     --dry-run)
-      dry_run=1; shift ;;
+      dry_run=1; fwd+=("$1"); shift ;;
+    --elastic)
+      elastic=1; shift ;;
+    --min-np | --max-np | --max-restarts)
+      need_value "$@"
+      [[ $2 =~ ^[0-9]+$ ]] && { [[ $1 == --max-restarts ]] || is_posint "$2"; } ||
+        die_usage "$1 wants a positive integer, got '$2'"
+      elastic_opts+=("$1" "$2"); shift 2 ;;
+    --probe-timeout)
+      need_value "$@"
+      [[ $2 =~ ^[0-9]+([.][0-9]+)?$ ]] || die_usage "--probe-timeout wants seconds, got '$2'"
+      elastic_opts+=("$1" "$2"); shift 2 ;;
     -h | --help)
       usage; exit 0 ;;
     --)
@@ -162,6 +201,23 @@ while [[ $# -gt 0 ]]; do
 done
 
 [[ $# -gt 0 ]] || die_usage "no ringtrain arguments given (e.g. 'train --model lenet5 ...')"
+
+if ((elastic)); then
+  ((np_given)) && die_usage "--elastic chooses the rank count of each launch: give --min-np/--max-np, not -np"
+  [[ -n $hostfile ]] || die_usage "--elastic needs --hostfile (the hosts it drops and takes back)"
+  [[ -r $hostfile ]] || die_usage "hostfile '$hostfile' is not readable"
+  # The agent mpirun reaches hosts with: the last plm_rsh_agent given, else the environment's.
+  agent=${OMPI_MCA_plm_rsh_agent:-}
+  for ((i = 0; i + 2 < ${#extra[@]}; i++)); do
+    [[ ${extra[i]} == --mca && ${extra[i + 1]} == plm_rsh_agent ]] && agent=${extra[i + 2]}
+  done
+  [[ -n $ppn ]] && elastic_opts+=(--ppn "$ppn")
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  exec /usr/bin/python3 "$here/elastic.py" --run-sh "$here/run.sh" --hostfile "$hostfile" \
+    --agent "$agent" "${elastic_opts[@]}" --launcher-args "${#fwd[@]}" "${fwd[@]}" -- "$@"
+elif ((${#elastic_opts[@]})); then
+  die_usage "${elastic_opts[0]} needs --elastic"
+fi
 
 # The binary: --bin, $RINGTRAIN_BIN, the build tree's, else an installed one on PATH.
 if [[ -z $bin ]]; then

@@ -13,6 +13,30 @@ import rundata
 from rundata import fmt, pct, table
 
 
+def membership_section(records):
+    """run.sh --elastic's restarts: who left and joined, rank counts, steps replayed, time lost."""
+    restarts = [r for r in records if r.get("type") == "restart"]
+    start = next((r for r in records if r.get("type") == "start"), None)
+    if not restarts and not start:
+        return []
+    out = ["## Membership (elastic launches)", ""]
+    if start:
+        out += [f"Started on {len(start.get('hosts') or [])} host(s) at np {fmt(start.get('np'))} "
+                f"(--min-np {fmt(start.get('min_np'))}, --max-np {fmt(start.get('max_np'))}); "
+                f"{len(restarts)} restart(s).", ""]
+    if restarts:
+        body = [[fmt(r.get("restart")), fmt(r.get("detected_utc")), fmt(r.get("exit_status")),
+                 ", ".join(r.get("hosts_out") or []) or "-", ", ".join(r.get("hosts_in") or []) or "-",
+                 f"{fmt(r.get('np_before'))} -> {fmt(r.get('np_after'))}", fmt(r.get("resumed_from_step")),
+                 fmt(r.get("steps_replayed")), fmt(rundata.num(r.get("seconds_lost")), 2)] for r in restarts]
+        out += [table(["Restart", "Detected (UTC)", "Exit status", "Hosts out", "Hosts in", "Ranks",
+                       "Resumed from step", "Steps replayed", "Seconds lost"], body), "",
+                "*Seconds lost*: from the failed launch's last logged step to the first step of the "
+                "relaunch; *steps replayed*: steps the failed launch had done past the state the "
+                "relaunch resumed from.", ""]
+    return out
+
+
 def build_report(run, plots):
     s = run.summary()
     c = run.config
@@ -121,6 +145,8 @@ def build_report(run, plots):
                 + (f" ({100 * total / wall:.1f}% of the wall time)" if wall else "")
                 + (f", {size / 1e6:.2f} MB each" if size else "") + ".")
         out += ["## Checkpoints", "", line, ""]
+
+    out += membership_section(run.membership)
 
     events = [e for r in run.records for e in run.of_type(r, "event")]
     if events:

@@ -71,6 +71,9 @@ class Run:
         self.summary_file = read_json(os.path.join(run_dir, "summary.json"))
         self.metrics = self._read_metrics(os.path.join(run_dir, "metrics.csv"))
         self.records = self._read_ranks(run_dir)
+        # run.sh --elastic's launches and restarts (docs/run-directory.md), if any.
+        path = os.path.join(run_dir, "membership.jsonl")
+        self.membership = [r for r in read_jsonl(path) if isinstance(r, dict)] if os.path.exists(path) else []
 
     @staticmethod
     def _read_metrics(path):

@@ -339,6 +339,19 @@ void TrainingRun::record_event(const std::string& message) {
   log->record(Json(Json::Object{{"type", "event"}, {"t", elapsed()}, {"message", message}}));
 }
 
+void TrainingRun::note_first_step(std::int64_t global_step) {
+  if (first_step_noted_) return;
+  first_step_noted_ = true;
+  const double unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  log->record(Json(Json::Object{{"type", "event"},
+                                {"t", elapsed()},
+                                {"message", fmt::format("first step of this launch: step {}", global_step)},
+                                {"step", global_step},
+                                {"unix_s", unix_s}}));
+  log->flush();
+}
+
 Json TrainingRun::resource_record(const ResourceSample& sample, std::uint64_t bytes_sent, std::uint64_t bytes_received,
                                   double dt) const {
   return Json(Json::Object{{"type", "resource"},

@@ -108,6 +108,11 @@ class TrainingRun {
 
   // An event record in rank-<r>.jsonl.
   void record_event(const std::string& message);
+  // Once per process, after its first completed step (global step `global_step`): an event
+  // with the wall-clock time (`unix_s`), flushed at once. The rank logs' `t` counts training
+  // seconds only, so this is what tells an elastic launcher (scripts/mpirun/elastic.py) when
+  // a relaunch trained again and which step it resumed from.
+  void note_first_step(std::int64_t global_step);
   // A resource record's common fields over the last dt seconds of traffic.
   Json resource_record(const ResourceSample& sample, std::uint64_t bytes_sent, std::uint64_t bytes_received,
                        double dt) const;
@@ -169,6 +174,7 @@ class TrainingRun {
   Clock::time_point train_start_;
   Clock::time_point epoch_start_;
   double epoch_seconds_before_ = 0.0;
+  bool first_step_noted_ = false;
 };
 
 }  // namespace ringtrain

@@ -85,6 +85,7 @@ bool Trainer::State::train_one_step(TrainStep& step, std::int64_t steps_per_epoc
     r.times.checkpoint = checkpoint_now();
   }
   log_step(r, lr, step_limit || pos.step_in_epoch == steps_per_epoch);
+  note_first_step(pos.global_step);
   maybe_record_resources();
   progress->step(pos.step_in_epoch, r.totals.loss_sum / r.totals.count,
                  epoch_totals.count / std::max(epoch_seconds(), 1e-9));

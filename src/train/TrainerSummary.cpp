@@ -50,6 +50,10 @@ void Trainer::State::flush_steps() {
     rec.set("comm_slices", std::move(slices));
   }
   log->record(rec);
+  // Each step record reaches the file at once (one write per --log-every steps): a node
+  // lost mid-run leaves the survivors' logs ending at their last step, which is how far an
+  // elastic relaunch (scripts/mpirun/elastic.py) counts the steps it replays.
+  log->flush();
   totals += pending.times;
   pending = {};
 }

@@ -103,6 +103,21 @@ def main():
                    "![Time per phase per rank](plots/phases.png)"]:
         check(needle in md, f"report.md lacks {needle!r}")
     check("Incomplete run" not in md, "a complete run is not incomplete")
+    check("## Membership" not in md, "no membership section without membership.jsonl")
+    # run.sh --elastic's membership.jsonl: one row per restart.
+    with open(os.path.join(full, "membership.jsonl"), "w") as f:
+        f.write(json.dumps({"type": "start", "hosts": ["n0", "n1", "n2"], "np": 3, "min_np": 2, "max_np": 3}) + "\n")
+        f.write(json.dumps({"type": "restart", "restart": 1, "detected_utc": "2026-11-25T20:00:00+00:00",
+                            "exit_status": 205, "hosts_out": ["n1"], "hosts_in": [], "np_before": 3,
+                            "np_after": 2, "resumed_from_step": 40, "steps_replayed": 3,
+                            "seconds_lost": 6.5}) + "\n")
+    p = subprocess.run([sys.executable, REPORT, full, "--no-plots"], capture_output=True, text=True)
+    with open(os.path.join(full, "report.md")) as f:
+        md = f.read()
+    check("| 1 | 2026-11-25T20:00:00+00:00 | 205 | n1 | - | 3 -> 2 | 40 | 3 | 6.50 |" in md,
+          f"report.md lacks the restart row: {md[md.find('## Membership'):][:600]!r}")
+    check("at np 3 (--min-np 2, --max-np 3); 1 restart(s)" in md, "report.md lacks the membership line")
+    os.remove(os.path.join(full, "membership.jsonl"))
     # Each rank's phase row: all-reduce excludes the wait, shares of the rank's wall time.
     for r in s["ranks"]:
         ph = r["phases_s"]

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# End-to-end elastic kill test on emulated nodes (cluster.sh: network namespaces, root):
+# lenet5 with --logical-shards 6 under `run.sh --elastic --min-np 2 --max-np 3` on 3 nodes x
+# 1 rank; mid-epoch every process of node 1 gets SIGKILL and the node stops answering
+# (cluster.sh fail-node); the job must finish by itself on the 2 others, with parameters,
+# buffers and optimizer state bit-identical to an uninterrupted 1-rank run with S = 6, and
+# membership.jsonl / summary.json must say so. Skips (exit 77) where namespaces are not allowed.
+#   usage: test_elastic_cluster.sh RINGTRAIN_BINARY
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/lib.sh"
+bin=$1
+cluster=$here/../../scripts/mpirun/cluster.sh
+
+skip() { echo "SKIP: $*"; exit 77; }
+[[ $(id -u) -eq 0 ]] || skip "needs root for network namespaces (cluster.sh); run as root to test run.sh --elastic end to end"
+for t in ip tc unshare mpirun; do command -v $t >/dev/null 2>&1 || skip "'$t' not found"; done
+probe=rt-elastic-probe-$$
+ip netns add "$probe" 2>/dev/null || skip "'ip netns add' is not allowed here (a container without CAP_SYS_ADMIN?)"
+ip netns del "$probe"
+
+# A cluster id of our own (others may be up: RINGTRAIN_CLUSTER_ID names them apart).
+export RINGTRAIN_CLUSTER_ID=
+for id in $(seq 200 249); do
+  [[ -e /run/ringtrain-cluster-$id ]] || { RINGTRAIN_CLUSTER_ID=$id; break; }
+done
+[[ -n $RINGTRAIN_CLUSTER_ID ]] || skip "no free cluster id in 200..249"
+trap '"$cluster" down >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+"$cluster" up --nodes 3 >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; skip "cluster.sh up failed (see above)"; }
+
+# 100 steps of 6 shards x batch 4 in one epoch, a checkpoint every 10, every step logged.
+train=(train --model lenet5 --dataset synthetic --synthetic-shape 1x28x28 --synthetic-train 2400
+  --synthetic-test 48 --epochs 1 --batch-size 4 --logical-shards 6 --threads 1 --eval-every 0
+  --no-tensorboard --quiet --checkpoint-every-steps 10 --log-every 1 --progress plain)
+run=$tmp/elastic
+"$cluster" run --nodes 3 --elastic --min-np 2 --max-np 3 --bin "$bin" -- "${train[@]}" --run-dir "$run" \
+  >"$tmp/elastic.out" 2>"$tmp/elastic.err" &
+pid=$!
+# Node 1 dies once rank 0 has logged step 25 (after two checkpoints, mid-epoch).
+step=0
+for _ in $(seq 1200); do
+  kill -0 "$pid" 2>/dev/null || break
+  step=$(grep -o '"type":"step","t":[0-9.e+-]*,"epoch":1,"step":[0-9]*' "$run/rank-0.jsonl" 2>/dev/null |
+    tail -n 1 | sed 's/.*"step"://')
+  ((${step:-0} >= 25)) && break
+  sleep 0.1
+done
+((${step:-0} >= 25)) || fail "the elastic run never reached step 25 (at ${step:-0})"
+"$cluster" fail-node 1 >"$tmp/fail.log" 2>&1 || fail "cluster.sh fail-node 1: $(cat "$tmp/fail.log")"
+# Finishing takes ~10 s here; a hang is a failure, not a wait for ctest's timeout.
+for _ in $(seq 900); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then
+  fail "the elastic run did not end 90 s after the failure"
+  kill -TERM "$pid"
+fi
+wait "$pid"
+rc=$?
+[[ $rc -eq 0 ]] || fail "run.sh --elastic exited $rc, expected 0"
+
+# The reference: one rank, no failure (S = 6 makes every rank count that divides it equal).
+OMP_NUM_THREADS=1 "$bin" "${train[@]}" --run-dir "$tmp/ref" >"$tmp/ref.log" 2>&1 || fail "the 1-rank run failed: $(cat "$tmp/ref.log")"
+floats() { "$bin" inspect "$1" | /usr/bin/python3 -c 'import json, sys
+d = json.load(sys.stdin); s = d["sections"]
+print(d["global_step"], s["params_floats"] + s["buffers_floats"] + s["optimizer_floats"])'; }
+if [[ -f $run/model.rtck && -f $tmp/ref/model.rtck ]]; then
+  read -r steps n < <(floats "$run/model.rtck")
+  read -r ref_steps ref_n < <(floats "$tmp/ref/model.rtck")
+  [[ $steps == 100 && $ref_steps == 100 && $n == "$ref_n" ]] || fail "steps $steps/$ref_steps, floats $n/$ref_n"
+  # The three float sections end the file (Checkpoint::serialize): parameters, buffers, optimizer state.
+  cmp -s <(tail -c $((4 * n)) "$run/model.rtck") <(tail -c $((4 * n)) "$tmp/ref/model.rtck") ||
+    fail "the elastic run's final parameters/optimizer state differ from the uninterrupted 1-rank run's"
+else
+  fail "no model.rtck (elastic: $(ls "$run" 2>&1 | paste -sd' '))"
+fi
+
+/usr/bin/python3 - "$run" <<'PY' || fail "membership records (above)"
+import json, os, sys
+d = sys.argv[1]
+m = [json.loads(l) for l in open(os.path.join(d, "membership.jsonl"))]
+s = json.load(open(os.path.join(d, "summary.json")))
+r = [x for x in m if x["type"] == "restart"]
+ok = (len(r) == 1 and r[0]["hosts_out"] == ["rt%s-node1" % os.environ["RINGTRAIN_CLUSTER_ID"]]
+      and r[0]["np_before"] == 3 and r[0]["np_after"] == 2 and r[0]["resumed_from_step"] >= 20
+      and 0 <= r[0]["steps_replayed"] <= 10 and r[0]["seconds_lost"] > 0
+      and s["world_size"] == 2 and s["membership"]["restarts"] == 1 and s["membership"]["np_final"] == 2)
+print("restart:", json.dumps(r[0] if r else None))
+sys.exit(0 if ok else 1)
+PY
+((fails)) && { echo "--- run.sh stderr"; tail -n 40 "$tmp/elastic.err"; }
+finish test_elastic_cluster
