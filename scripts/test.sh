@@ -3,8 +3,9 @@
 #
 #   scripts/test.sh [ctest args]     the suite (Release build in build/)
 #   scripts/test.sh --sanitize       the suite again under AddressSanitizer + UBSan
-#                                    (build-asan/; without the tests labelled `heavy`:
-#                                    model-size repeats of paths smaller tests cover),
+#                                    (build-asan/; without the tests labelled `heavy`
+#                                    (model-size repeats of paths smaller tests cover) or
+#                                    `emulated_nodes` (the elastic kill test on cluster.sh)),
 #                                    then the tests labelled `threads`
 #                                    under ThreadSanitizer (build-tsan/); any report fails
 #                                    the test that produced it
@@ -63,7 +64,7 @@ if ((run_asan)); then
     export OMPI_MCA_mca_base_component_disable_dlclose=1
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
-    ctest --output-on-failure -j "$jobs" -LE heavy "${args[@]}"
+    ctest --output-on-failure -j "$jobs" -LE "^(heavy|emulated_nodes)$" "${args[@]}"
   ) || status=1
 fi
 
