@@ -104,8 +104,9 @@ void add_options(CLI::App& app, Options& o) {
                                 "read on every rank, which must all read the same values); auto "
                                 "and --predict use them");
   app.add_option("--calibrate", o.calibrate,
-                 "measure the cost model's parameters first (ping-pong, two-way stream and "
-                 "reduction between rank 0 and the last rank of the node order), write them "
+                 "measure the cost model's parameters first (ping-pong and two-way stream "
+                 "between rank 0 and the last rank of the node order, reduction and memory "
+                 "copy on rank 0), write them "
                  "to this file and use them for auto and --predict")
       ->excludes(tuning);
   app.add_option("--alpha-s", o.model.alpha_s, "cost model: seconds per round")
@@ -119,6 +120,10 @@ void add_options(CLI::App& app, Options& o) {
                  "cost model: seconds per byte of fp32 addition")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--copy-s-per-byte", o.model.copy_s_per_byte,
+                 "cost model: seconds per byte of a memory copy within a node (hier's window)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--rendezvous-beta-s-per-byte", o.model.rendezvous_beta_s_per_byte,
                  "cost model: seconds per byte of a message sent whole above the eager limit")
       ->capture_default_str()
@@ -128,7 +133,8 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--choice-margin", o.model.choice_margin,
-                 "cost model: auto takes the first of ring, rd, rab predicted within this "
+                 "cost model: auto takes the first of ring, rd, rab (hier when a node holds several "
+                 "ranks) predicted within this "
                  "fraction of the fastest")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

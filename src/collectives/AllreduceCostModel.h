@@ -29,8 +29,8 @@ struct AllreduceCostModel {
   // Per byte of fp32 vector added (reduce_add); small next to beta on a network.
   double gamma_s_per_byte = 0.1e-9;
   // Seconds per byte of a copy within a node's memory (memcpy by one rank): hier's copies
-  // into and out of its shared window. 0.2 ns/B (5 GB/s): below the development machine's
-  // 16 MiB memcpy (0.1 ns/B), as the ranks of a node copy at the same time.
+  // into and out of its shared window. 0.2 ns/B (5 GB/s): slower than the development machine's
+  // 16 MiB memcpy by one rank (0.071 ns/B, --calibrate), as a node's ranks copy at once.
   double copy_s_per_byte = 0.2e-9;
   // Largest message sent eagerly: Open MPI's btl_tcp_eager_limit default (64 KiB).
   double eager_limit_bytes = 65536;
