@@ -31,9 +31,6 @@ struct Options {
   double net_chunk_kb = (65536 - 128) / 1024.0;
   int recv_depth = 2;
   double ps_chunk_kb = 1024;
-  double hier_piece_kb = 4096;
-  std::string auto_ring_min = "64K";
-  std::string auto_ring_min_non_pow2 = "16K";
   std::string auto_ring_min_shm = "4M";
   std::string rd_doubling_max = "2K";
   bool mean = false;
@@ -62,15 +59,12 @@ ringtrain::BenchConfig make_config(const Options& o) {
   config.iters = o.iters;
   config.repeats = o.repeats;
   config.mean = o.mean;
-  if (o.chunk_kb <= 0 || o.net_chunk_kb <= 0 || o.ps_chunk_kb <= 0 || o.hier_piece_kb <= 0)
+  if (o.chunk_kb <= 0 || o.net_chunk_kb <= 0 || o.ps_chunk_kb <= 0)
     throw std::invalid_argument("chunk sizes must be positive");
   config.tuning.ring_chunk_bytes = static_cast<std::size_t>(o.chunk_kb * 1024);
   config.tuning.ring_chunk_bytes_network = static_cast<std::size_t>(o.net_chunk_kb * 1024);
   config.tuning.ring_recv_depth = o.recv_depth;
   config.tuning.ps_chunk_bytes = static_cast<std::size_t>(o.ps_chunk_kb * 1024);
-  config.tuning.hier_piece_bytes = static_cast<std::size_t>(o.hier_piece_kb * 1024);
-  config.tuning.auto_ring_min_bytes = ringtrain::parse_byte_size(o.auto_ring_min);
-  config.tuning.auto_ring_min_bytes_non_pow2 = ringtrain::parse_byte_size(o.auto_ring_min_non_pow2);
   config.tuning.auto_ring_min_bytes_single_host = ringtrain::parse_byte_size(o.auto_ring_min_shm);
   config.tuning.rd_doubling_max_bytes = ringtrain::parse_byte_size(o.rd_doubling_max);
   return config;
@@ -110,8 +104,9 @@ void add_options(CLI::App& app, Options& o) {
                                 "read on every rank, which must all read the same values); auto "
                                 "and --predict use them");
   app.add_option("--calibrate", o.calibrate,
-                 "measure the cost model's parameters first (ping-pong, two-way stream and "
-                 "reduction between rank 0 and the last rank of the node order), write them "
+                 "measure the cost model's parameters first (ping-pong and two-way stream "
+                 "between rank 0 and the last rank of the node order, reduction and memory "
+                 "copy on rank 0), write them "
                  "to this file and use them for auto and --predict")
       ->excludes(tuning);
   app.add_option("--alpha-s", o.model.alpha_s, "cost model: seconds per round")
@@ -125,6 +120,10 @@ void add_options(CLI::App& app, Options& o) {
                  "cost model: seconds per byte of fp32 addition")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--copy-s-per-byte", o.model.copy_s_per_byte,
+                 "cost model: seconds per byte of a memory copy within a node (hier's window)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--rendezvous-beta-s-per-byte", o.model.rendezvous_beta_s_per_byte,
                  "cost model: seconds per byte of a message sent whole above the eager limit")
       ->capture_default_str()
@@ -134,7 +133,8 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--choice-margin", o.model.choice_margin,
-                 "cost model: auto takes the first of ring, rd, rab predicted within this "
+                 "cost model: auto takes the first of ring, rd, rab (hier when a node holds several "
+                 "ranks) predicted within this "
                  "fraction of the fastest")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -153,16 +153,6 @@ void add_tuning_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   app.add_option("--ps-chunk-kb", o.ps_chunk_kb, "parameter-server chunk (KiB)")
-      ->capture_default_str();
-  app.add_option("--hier-piece-kb", o.hier_piece_kb,
-                 "hier: the leaders all-reduce the node sum in pieces of this size (KiB)")
-      ->capture_default_str();
-  app.add_option("--auto-ring-min", o.auto_ring_min,
-                 "hier's leaders, power-of-two node count: ring from this size on, rd below "
-                 "(auto across nodes chooses by the cost model)")
-      ->capture_default_str();
-  app.add_option("--auto-ring-min-non-pow2", o.auto_ring_min_non_pow2,
-                 "hier's leaders, other node counts: ring from this size on, rd below")
       ->capture_default_str();
   app.add_option("--auto-ring-min-shm", o.auto_ring_min_shm,
                  "auto on one host: ring from this size on")

@@ -214,8 +214,9 @@ void Commands::add_train_distribution_options(CLI::App& t) {
   const std::vector<std::string> algos = {"ring", "hier", "mpi", "ps", "rd", "rab", "auto"};
   t.add_option("--allreduce", c.allreduce,
                 "Gradient all-reduce: " + joined(algos) +
-                    " (auto: per bucket size, by a cost model across nodes, hier with several ranks on several "
-                    "nodes, rd/ring by size on one host; the start line and summary.json name its choice)")
+                    " (auto: per bucket size, by a cost model across nodes (ring, rd, rab, and hier when a node "
+                    "holds several ranks), rd/ring by size on one host; the start line and summary.json name "
+                    "its choice)")
       ->capture_default_str()
       ->check(CLI::IsMember(algos));
   const std::vector<std::string> transports = {"none", "bf16", "fp16"};

@@ -26,6 +26,7 @@ constexpr Key kKeys[] = {
     {"beta_s_per_byte", &AllreduceCostModel::beta_s_per_byte},
     {"rendezvous_beta_s_per_byte", &AllreduceCostModel::rendezvous_beta_s_per_byte},
     {"gamma_s_per_byte", &AllreduceCostModel::gamma_s_per_byte},
+    {"copy_s_per_byte", &AllreduceCostModel::copy_s_per_byte},
     {"eager_limit_bytes", &AllreduceCostModel::eager_limit_bytes},
     {"choice_margin", &AllreduceCostModel::choice_margin},
 };
@@ -107,15 +108,46 @@ AllreducePlan choose_by_cost_model(std::size_t bytes, int ranks, Compression com
     plan.predicted_s.emplace_back(
         algo, predict_allreduce_seconds(algo, bytes, ranks, compression, doubling_max_bytes, model));
   }
+  choose_within_margin(plan, model.choice_margin);
+  return plan;
+}
+
+void choose_within_margin(AllreducePlan& plan, double margin) {
+  if (plan.predicted_s.empty()) return;
   double fastest = plan.predicted_s.front().second;
   for (const auto& [algo, seconds] : plan.predicted_s) fastest = std::min(fastest, seconds);
   for (const auto& [algo, seconds] : plan.predicted_s) {
-    if (seconds <= fastest * (1 + model.choice_margin)) {
+    if (seconds <= fastest * (1 + margin)) {
       plan.algo = algo;
-      break;
+      return;
     }
   }
-  return plan;
+}
+
+AllreducePlan plan_hier_network(std::size_t slice_bytes, int nodes, int slices, Compression compression,
+                                std::size_t doubling_max_bytes, const AllreduceCostModel& model) {
+  if (nodes <= 1) return AllreducePlan{AllreduceAlgo::kRing, "cost model", {{AllreduceAlgo::kRing, 0.0}}};
+  AllreduceCostModel shared = model;
+  shared.beta_s_per_byte *= slices;
+  shared.rendezvous_beta_s_per_byte *= slices;
+  return choose_by_cost_model(slice_bytes, nodes, compression, doubling_max_bytes, shared);
+}
+
+double predict_hier_seconds(std::size_t bytes, int nodes, int slices, int max_ranks_per_node,
+                            Compression compression, std::size_t doubling_max_bytes,
+                            const AllreduceCostModel& m) {
+  if (slices < 1 || max_ranks_per_node < slices)
+    throw std::invalid_argument("predict_hier_seconds: need 1 <= slices <= max_ranks_per_node");
+  const std::size_t floats = bytes / sizeof(float);
+  const std::size_t slice = (floats + static_cast<std::size_t>(slices) - 1) / static_cast<std::size_t>(slices) *
+                            sizeof(float);
+  const AllreducePlan network = plan_hier_network(slice, nodes, slices, compression, doubling_max_bytes, m);
+  double t = 0.0;
+  for (const auto& [algo, seconds] : network.predicted_s)
+    if (algo == network.algo) t = seconds;
+  if (max_ranks_per_node == 1) return t;
+  const double n = static_cast<double>(bytes);
+  return t + 2 * n * m.copy_s_per_byte + (max_ranks_per_node - 1) * static_cast<double>(slice) * m.gamma_s_per_byte;
 }
 
 namespace {

@@ -28,6 +28,10 @@ struct AllreduceCostModel {
   double rendezvous_beta_s_per_byte = 12.5e-9;
   // Per byte of fp32 vector added (reduce_add); small next to beta on a network.
   double gamma_s_per_byte = 0.1e-9;
+  // Seconds per byte of a copy within a node's memory (memcpy by one rank): hier's copies
+  // into and out of its shared window. 0.2 ns/B (5 GB/s): slower than the development machine's
+  // 16 MiB memcpy by one rank (0.071 ns/B, --calibrate), as a node's ranks copy at once.
+  double copy_s_per_byte = 0.2e-9;
   // Largest message sent eagerly: Open MPI's btl_tcp_eager_limit default (64 KiB).
   double eager_limit_bytes = 65536;
   // auto takes the first of ring, rd, rab (the order of their measured record) whose
@@ -54,11 +58,34 @@ double predict_allreduce_seconds(AllreduceAlgo algo, std::size_t bytes, int rank
                                  Compression compression, std::size_t doubling_max_bytes,
                                  const AllreduceCostModel& model);
 
+// hier's network phase (HierarchicalAllreduce.h): on every node, `slices` owners each
+// all-reduce one slice of `slice_bytes` with their counterparts on the other `nodes` nodes,
+// all at once, so the slices share each node's link: each collective is predicted as one
+// of `nodes` ranks with beta and rendezvous beta times `slices` (the link's bytes per
+// second split over the flows; alpha, paid concurrently, unchanged), and chosen among
+// ring, rd and rab like choose_by_cost_model. nodes == 1: nothing crosses (the ring, 0 s).
+AllreducePlan plan_hier_network(std::size_t slice_bytes, int nodes, int slices, Compression compression,
+                                std::size_t doubling_max_bytes, const AllreduceCostModel& model);
+
+// hier's predicted seconds for `bytes` bytes of fp32 between `nodes` nodes whose smallest
+// holds `slices` ranks and largest `max_ranks_per_node` (L), with s = the largest slice
+// (ceil(n / slices) rounded to whole floats):
+//   2 n copy + (L - 1) s gamma + network(s)     [L > 1: copy in, owner's sum, copy out]
+//   network(s)                                    [L = 1: the flat network collective]
+// network(s): plan_hier_network's choice. The node barrier and the counter waits (a few
+// microseconds in shared memory) are not modelled, nor the memory bandwidth the L ranks
+// of a node share.
+double predict_hier_seconds(std::size_t bytes, int nodes, int slices, int max_ranks_per_node,
+                            Compression compression, std::size_t doubling_max_bytes,
+                            const AllreduceCostModel& model);
+
 // auto by the model: the predictions of ring, rd (fp32 only) and rab, in that order, and
 // the first of them within (1 + choice_margin) of the fastest. The same inputs give the
 // same choice on every rank (no clock, no randomness).
 AllreducePlan choose_by_cost_model(std::size_t bytes, int ranks, Compression compression,
                                    std::size_t doubling_max_bytes, const AllreduceCostModel& model);
+// The first of plan.predicted_s (in order) within (1 + margin) of the fastest, into plan.algo.
+void choose_within_margin(AllreducePlan& plan, double margin);
 
 // The tuning file: "key = value" lines, the keys named as the fields above ('#' starts a
 // comment; keys not given keep their defaults). Throws std::runtime_error naming the file

@@ -30,17 +30,15 @@
 //   4 nodes: 32 KiB 431 / 335, 64 KiB 765 / 787, 128 KiB 1565 / 1619, 256 KiB 3253 / 3606
 // Hence the ring from 64 KiB across hosts (2 and 4 nodes: level or ahead from 32-64 KiB),
 // and from 16 KiB when the rank count is not a power of two (3 nodes: rd folds the third
-// rank in with two extra rounds and is 1.3-1.8x slower from 16 KiB on).
-// With several ranks on more than one node, hier sends each vector over a node's link
-// once instead of once per rank (docs/benchmarks/allreduce-emulated-cluster.txt).
+// rank in with two extra rounds and is 1.3-1.8x slower from 16 KiB on). Those two
+// thresholds served hier's leaders until hier's network phase went to the cost model too
+// (issue 22 item 2); the record above is what the model's defaults were checked against.
+// With several ranks on a node, hier sends each vector over a node's link once instead of
+// once per rank (docs/benchmarks/allreduce-emulated-cluster.txt); the cost model weighs it
+// against the flat algorithms (docs/collectives-cost-model.md).
 #include "collectives/AllreduceTuning.h"
 
 namespace ringtrain {
-
-std::size_t auto_ring_min_bytes_across_hosts(const AllreduceTuning& tuning, int ranks) {
-  const bool pow2 = ranks > 0 && (ranks & (ranks - 1)) == 0;
-  return pow2 ? tuning.auto_ring_min_bytes : tuning.auto_ring_min_bytes_non_pow2;
-}
 
 AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
                                   Compression compression, const AllreduceTuning& tuning,
@@ -50,18 +48,23 @@ AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
     plan.basis = "one rank";
     return plan;
   }
-  if (layout.nodes_with_several_ranks > 1) {
-    plan.algo = AllreduceAlgo::kHierarchical;
-    plan.basis = "several ranks on several nodes, not modelled";
-    return plan;
-  }
   if (layout.nodes == 1) {
     const bool rd = compression == Compression::kNone && bytes < tuning.auto_ring_min_bytes_single_host;
     plan.algo = rd ? AllreduceAlgo::kRecursiveDoubling : AllreduceAlgo::kRing;
     plan.basis = "one host, measured crossover, not modelled";
     return plan;
   }
-  return choose_by_cost_model(bytes, layout.ranks, compression, tuning.rd_doubling_max_bytes, model);
+  AllreducePlan plan_by_model =
+      choose_by_cost_model(bytes, layout.ranks, compression, tuning.rd_doubling_max_bytes, model);
+  if (layout.nodes_with_several_ranks > 0) {
+    // hier last: the ring, rd and rab keep a near-tie (their record is longer).
+    plan_by_model.predicted_s.emplace_back(
+        AllreduceAlgo::kHierarchical,
+        predict_hier_seconds(bytes, layout.nodes, layout.min_ranks_per_node, layout.max_ranks_per_node,
+                             compression, tuning.rd_doubling_max_bytes, model));
+    choose_within_margin(plan_by_model, model.choice_margin);
+  }
+  return plan_by_model;
 }
 
 }  // namespace ringtrain

@@ -20,20 +20,13 @@ struct AllreduceTuning {
   std::size_t ring_chunk_bytes_network = 65536 - 128;
   // Ring: receives posted ahead (2 = double-buffered receive).
   int ring_recv_depth = 2;
-  // hier: the leaders all-reduce the node sum in pieces of this many bytes, so that the
-  // other ranks add up piece k+1 while piece k crosses the network.
-  std::size_t hier_piece_bytes = 4 * 1024 * 1024;
   // Parameter server: rank 0 handles the gradient in chunks of this many bytes.
   std::size_t ps_chunk_bytes = 1024 * 1024;
   // rd: vectors up to this size use plain recursive doubling (whole vector, log2 p steps)
   // instead of Rabenseifner's halving-doubling (2 log2 p steps, half the bytes).
   std::size_t rd_doubling_max_bytes = 2 * 1024;
-  // Measured crossovers from `rd` to the ring, see AllreduceTuning.cpp. Across hosts (hier's
-  // leaders only since auto chooses by the cost model there): one threshold for a
-  // power-of-two rank count and a lower one for other counts, where rd pays extra rounds to
-  // fold the surplus ranks in. On one host (shared memory; auto): one threshold.
-  std::size_t auto_ring_min_bytes = 64 * 1024;
-  std::size_t auto_ring_min_bytes_non_pow2 = 16 * 1024;
+  // Measured crossover from `rd` to the ring on one host (shared memory; auto), see
+  // AllreduceTuning.cpp. Across hosts auto and hier's network phase choose by the cost model.
   std::size_t auto_ring_min_bytes_single_host = 4 * 1024 * 1024;
 };
 
@@ -44,21 +37,20 @@ struct NodeLayout {
   int ranks = 1;
   int nodes = 1;
   int nodes_with_several_ranks = 0;
+  // The smallest and largest node's rank count: hier cuts the vector into
+  // min_ranks_per_node slices, one per local rank below it (HierarchicalAllreduce.h).
+  int min_ranks_per_node = 1;
+  int max_ranks_per_node = 1;
 };
-
-// The smallest vector `auto` sends with the ring between `ranks` ranks on different hosts
-// (rd below it): auto_ring_min_bytes, or auto_ring_min_bytes_non_pow2 when ranks is not a
-// power of two. hier's leaders use it too.
-std::size_t auto_ring_min_bytes_across_hosts(const AllreduceTuning& tuning, int ranks);
 
 // What `auto` runs for a vector of `bytes` bytes, and why:
 // - one rank: the ring (nothing moves);
-// - more than one node with several ranks: hier (a rule; the model does not cover hier);
 // - one host: rd below auto_ring_min_bytes_single_host, the ring from it on (a rule: the
 //   model describes network links, not ranks sharing cores and memory);
-// - otherwise (several nodes, at most one of them with several ranks): the cost model's
-//   choice among ring, rd and rab for `layout.ranks` ranks (choose_by_cost_model), as if
-//   every rank had its own link.
+// - otherwise (several nodes): the cost model's choice among ring, rd and rab for
+//   `layout.ranks` ranks (choose_by_cost_model), as if every rank had its own link, and,
+//   when a node holds several ranks, hier (predict_hier_seconds) after them in the order
+//   of preference.
 // rd moves fp32 only, so with 16-bit transport it is never chosen.
 AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
                                   Compression compression, const AllreduceTuning& tuning,

@@ -15,7 +15,7 @@ namespace ringtrain {
 
 enum class AllreduceAlgo {
   kRing,               // reduce-scatter + all-gather over point-to-point (2(N-1)/N per rank)
-  kHierarchical,       // reduce inside each node (shared memory), ring among node leaders, share back
+  kHierarchical,       // reduce-scatter in each node (shared memory), one all-reduce per slice across nodes, gather
   kMpi,                // MPI_Allreduce as Open MPI implements it
   kParameterServer,    // everyone -> rank 0, sum, rank 0 -> everyone
   kRecursiveDoubling,  // recursive doubling, or halving / doubling unpipelined ("rd")
@@ -49,7 +49,7 @@ struct AllreducePlan {
   AllreduceAlgo algo = AllreduceAlgo::kRing;
   // "cost model", "forced" (an algorithm other than auto was asked for), or the rule auto
   // followed where the model does not apply ("one rank", "one host, measured crossover, not
-  // modelled", "several ranks on several nodes, not modelled").
+  // modelled").
   std::string basis;
   std::vector<std::pair<AllreduceAlgo, double>> predicted_s;
 };

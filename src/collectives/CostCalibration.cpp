@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -74,6 +75,19 @@ double reduction_rate() {
   return best;
 }
 
+// Best seconds per byte of a memcpy of kStreamBytes (hier's copies into and out of its window).
+double copy_rate() {
+  const std::vector<char> src(kStreamBytes, 1);
+  std::vector<char> dst(kStreamBytes, 0);
+  double best = std::numeric_limits<double>::max();
+  for (int round = 0; round < 4; ++round) {
+    const double start = now();
+    std::memcpy(dst.data(), src.data(), kStreamBytes);
+    if (round > 0) best = std::min(best, (now() - start) / static_cast<double>(kStreamBytes));
+  }
+  return best;
+}
+
 }  // namespace
 
 AllreduceCostModel calibrate_cost_model(MpiCommunicator& comm, const AllreduceCostModel& base) {
@@ -82,7 +96,7 @@ AllreduceCostModel calibrate_cost_model(MpiCommunicator& comm, const AllreduceCo
   // there are several (on one host the "link" is shared memory).
   const int peer = comm.ring_order().back();
   const int rank = comm.rank();
-  double values[4] = {0, 0, 0, 0};
+  double values[5] = {0, 0, 0, 0, 0};
   if (rank == 0 || rank == peer) {
     const int other = rank == 0 ? peer : 0;
     values[0] = ping_pong(comm.comm(), rank, peer);
@@ -90,13 +104,17 @@ AllreduceCostModel calibrate_cost_model(MpiCommunicator& comm, const AllreduceCo
     const double whole = std::max(4 * base.eager_limit_bytes, double(std::size_t{1} << 20));
     values[2] = stream(comm.comm(), other, static_cast<std::size_t>(std::min(whole, double(kStreamBytes))));
   }
-  if (rank == 0) values[3] = reduction_rate();
-  RINGTRAIN_MPI_CHECK(MPI_Bcast(values, 4, MPI_DOUBLE, 0, comm.comm()));
+  if (rank == 0) {
+    values[3] = reduction_rate();
+    values[4] = copy_rate();
+  }
+  RINGTRAIN_MPI_CHECK(MPI_Bcast(values, 5, MPI_DOUBLE, 0, comm.comm()));
   AllreduceCostModel model = base;
   model.alpha_s = values[0];
   model.beta_s_per_byte = values[1];
   model.rendezvous_beta_s_per_byte = values[2];
   model.gamma_s_per_byte = values[3];
+  model.copy_s_per_byte = values[4];
   return model;
 }
 

@@ -15,7 +15,8 @@ namespace ringtrain {
 //          chunks of the ring's network chunk (best of 3), as the ring and rab use a link;
 //   rendezvous_beta: the same stream in messages of 4 x base.eager_limit_bytes (at least
 //          1 MiB), sent whole as rd sends its rounds (best of 3);
-//   gamma: seconds per byte of reduce_add over 16 MiB on rank 0 (best of 3).
+//   gamma: seconds per byte of reduce_add over 16 MiB on rank 0 (best of 3);
+//   copy:  seconds per byte of a 16 MiB memcpy on rank 0 (best of 3).
 // eager_limit_bytes and choice_margin are not measured: they stay as in `base`.
 AllreduceCostModel calibrate_cost_model(MpiCommunicator& comm, const AllreduceCostModel& base = {});
 

@@ -1,24 +1,24 @@
-// Hierarchical all-reduce (see HierarchicalAllreduce.h).
+// Hierarchical all-reduce in two dimensions (see HierarchicalAllreduce.h).
 //
-// One call, with L ranks on the node, the window's input segments in[0..L-1], the result
-// segment and the counters (SharedCounter.h) `summed[h]` of each helper h = 1..L-1 and
-// `done` of the leader, all counting pieces since the window was made:
-//   1. every rank copies its vector into in[own rank];                       barrier
-//   2. the helpers (ranks 1..L-1) sum piece k over in[0..L-1] (in that order, each its
-//      share of the piece) into result and advance summed[h]; the leader waits for piece
-//      k's summed counters, all-reduces piece k of result with the other leaders and
-//      advances done. So the additions of piece k+1 run while piece k crosses the
-//      network;
-//   3. each helper copies piece k out of result once done has passed it, while the
-//      leader is already sending the next; the leader copies the result out at the end.
-// The waits for counters sleep in the kernel: the helpers wait through the whole network
-// phase, and a polling wait there took CPU from the leader and the kernel's packet work
-// (measured in docs/benchmarks/allreduce-targets.md). No barrier is needed after 3: the
-// next call writes in[own rank], which nobody reads once the leader has passed the last
-// summed counter, and writes result only after its own first barrier, which no helper
-// passes before it has copied everything out. Counter stores and the window's
-// MPI_Win_sync order the plain data in both C++'s and MPI-3's memory model (section 11.7
-// of the standard for shared windows).
+// One call, with L ranks on the node, S slices (S <= L, the same on every node), the
+// window's input segments in[0..L-1], the result segment and one counter `done[l]` per
+// slice owner l < S, counting calls since the window was made:
+//   1. every rank copies its vector into in[own rank] (a slice owner leaves out its own
+//      slice, which it reads from its vector);                               barrier
+//   2. owner l sums slice l over in[0..L-1] (in that order) into result, all-reduces it
+//      with owner l of the other nodes over its cross communicator (ring, rd or rab,
+//      MpiCommunicator::across_nodes: one collective over the whole slice), and advances
+//      done[l]. The S owners do this at once, so their network phases share the link;
+//   3. every rank copies the finished slices out of result as their owners finish, its
+//      own slice first and the others in turn after it, so a copy overlaps the slower
+//      owners' network phases (the previous hier copied the whole vector out at the end).
+// Owners that finish early do not wait for one another. The counter waits sleep in the
+// kernel (SharedCounter.h): a polling wait took CPU from the ranks still on the network
+// (docs/benchmarks/allreduce-targets.md). No barrier is needed after 3: the next call
+// writes in[own rank], which nobody reads once every done[l] has passed (a rank leaves
+// only then), and result only after its own first barrier, which no rank passes before it
+// has copied everything out. Counter stores and the window's MPI_Win_sync order the plain
+// data in both C++'s and MPI-3's memory model (section 11.7 of the standard).
 #include "collectives/HierarchicalAllreduce.h"
 
 #include <algorithm>
@@ -36,22 +36,21 @@
 namespace ringtrain {
 namespace {
 
-// Counters sit 64 bytes apart (a cache line each), ahead of the leader's input segment.
+// Counters sit 64 bytes apart (a cache line each), ahead of node rank 0's input segment.
 constexpr std::size_t kCounterStride = 64 / sizeof(float);
 
 }  // namespace
 
-HierarchicalAllreduce::HierarchicalAllreduce(MPI_Comm node_comm, MPI_Comm leader_comm,
-                                             std::size_t piece_bytes)
-    : node_comm_(node_comm),
-      leader_comm_(leader_comm),
-      piece_elems_(std::max<std::size_t>(1, piece_bytes / sizeof(float))) {
+HierarchicalAllreduce::HierarchicalAllreduce(MPI_Comm node_comm, MPI_Comm cross_comm, int slices)
+    : node_comm_(node_comm), cross_comm_(cross_comm), slices_(slices) {
   RINGTRAIN_MPI_CHECK(MPI_Comm_rank(node_comm_, &node_rank_));
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(node_comm_, &node_size_));
-  if (node_rank_ == 0) {
-    if (leader_comm_ == MPI_COMM_NULL)
-      throw std::invalid_argument("HierarchicalAllreduce: a node leader needs the leader communicator");
-    RINGTRAIN_MPI_CHECK(MPI_Comm_size(leader_comm_, &leaders_));
+  if (slices_ < 1 || slices_ > node_size_)
+    throw std::invalid_argument("HierarchicalAllreduce: slices must be in [1, ranks on the node]");
+  if (node_rank_ < slices_) {
+    if (cross_comm_ == MPI_COMM_NULL)
+      throw std::invalid_argument("HierarchicalAllreduce: a slice owner needs its cross-node communicator");
+    RINGTRAIN_MPI_CHECK(MPI_Comm_size(cross_comm_, &nodes_));
   }
 }
 
@@ -77,8 +76,8 @@ void HierarchicalAllreduce::reserve(std::size_t count, TrafficStats& stats) {
   release();
   // Room to grow a little, so slowly growing sizes do not reallocate every call.
   const std::size_t floats = std::max<std::size_t>(count + count / 8, 1024);
-  // The leader's segment: the counters (done, then summed[1..L-1]), its input, the result.
-  const std::size_t counters = kCounterStride * static_cast<std::size_t>(node_size_);
+  // Node rank 0's segment: the counters (done[0..S-1]), its input, the result.
+  const std::size_t counters = kCounterStride * static_cast<std::size_t>(slices_);
   const std::size_t mine = node_rank_ == 0 ? counters + 2 * floats : floats;
   float* base = nullptr;
   RINGTRAIN_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(mine * sizeof(float)),
@@ -97,16 +96,16 @@ void HierarchicalAllreduce::reserve(std::size_t count, TrafficStats& stats) {
   inputs_[0] += counters;
   result_ = inputs_[0] + floats;
   capacity_ = floats;
-  // Fresh counters: zero on the leader, seen by all before the first use.
+  // Fresh counters: zero on node rank 0, seen by all before the first use.
   if (node_rank_ == 0) {
-    for (int r = 0; r < node_size_; ++r) SharedCounter(counter(r)).store(0);
+    for (int l = 0; l < slices_; ++l) SharedCounter(counter(l)).store(0);
   }
-  pieces_done_ = 0;
+  calls_done_ = 0;
   node_barrier(stats);
 }
 
-std::uint32_t* HierarchicalAllreduce::counter(int node_rank) const {
-  return counters_ + kCounterStride * static_cast<std::size_t>(node_rank);
+std::uint32_t* HierarchicalAllreduce::counter(int owner) const {
+  return counters_ + kCounterStride * static_cast<std::size_t>(owner);
 }
 
 void HierarchicalAllreduce::node_barrier(TrafficStats& stats) {
@@ -117,12 +116,11 @@ void HierarchicalAllreduce::node_barrier(TrafficStats& stats) {
   RINGTRAIN_MPI_CHECK(MPI_Win_sync(window_));
 }
 
-void HierarchicalAllreduce::wait_for(int node_rank, std::uint32_t target, TrafficStats& stats) {
-  SharedCounter shared(counter(node_rank));
+void HierarchicalAllreduce::wait_for(int owner, std::uint32_t target, TrafficStats& stats) {
+  SharedCounter shared(counter(owner));
   if (static_cast<std::int32_t>(shared.load() - target) < 0) {
     const auto start = std::chrono::steady_clock::now();
-    StallRecord::instance().begin_wait(node_rank == 0 ? "node leader" : "node helper",
-                                       StallRecord::kAllRanks, start);
+    StallRecord::instance().begin_wait("node slice owner", StallRecord::kAllRanks, start);
     shared.wait_until(target);
     StallRecord::instance().end_wait();
     stats.wait_seconds +=
@@ -131,66 +129,64 @@ void HierarchicalAllreduce::wait_for(int node_rank, std::uint32_t target, Traffi
   RINGTRAIN_MPI_CHECK(MPI_Win_sync(window_));
 }
 
+void HierarchicalAllreduce::own_slice(std::span<float> data, float scale, Compression compression,
+                                      const AcrossNodes& across, std::uint32_t mark) {
+  const std::size_t slices = static_cast<std::size_t>(slices_);
+  const std::size_t l = static_cast<std::size_t>(node_rank_);
+  const std::size_t begin = partition_begin(data.size(), slices, l);
+  const std::size_t n = partition_size(data.size(), slices, l);
+  float* sum = result_ + begin;
+  // in[0] + in[1] + ... in node-rank order, this rank's own input read from its vector.
+  const auto input = [&](int r) { return r == node_rank_ ? data.data() + begin : inputs_[r] + begin; };
+  std::memcpy(sum, input(0), n * sizeof(float));
+  for (int r = 1; r < node_size_; ++r) reduce_add(sum, input(r), n);
+  // Every owner of slice l on every node has the same n: all skip an empty slice alike.
+  if (n > 0 && nodes_ > 1) {
+    across(std::span<float>(sum, n), scale, compression);
+  } else if (scale != 1.0f) {
+    scale_in_place(sum, n, scale);
+  }
+  RINGTRAIN_MPI_CHECK(MPI_Win_sync(window_));
+  SharedCounter(counter(node_rank_)).store(mark);
+}
+
 void HierarchicalAllreduce::run(std::span<float> data, float scale, Compression compression,
                                 const AcrossNodes& across, TrafficStats& stats) {
   const std::size_t count = data.size();
-  const std::size_t piece = std::max<std::size_t>(1, piece_elems_);
-  const std::size_t pieces = (count + piece - 1) / piece;
-  const auto piece_size = [&](std::size_t k) { return std::min(piece, count - k * piece); };
   if (node_size_ == 1) {
-    // Alone on the node: the node sum is the vector itself. The leaders' all-reduces go
-    // piece by piece on every node, so that they match those of the other leaders.
-    for (std::size_t k = 0; k < pieces; ++k) {
-      const std::span<float> part(data.data() + k * piece, piece_size(k));
-      if (leaders_ > 1) {
-        across(part, scale, compression);
-      } else if (scale != 1.0f) {
-        scale_in_place(part.data(), part.size(), scale);
-      }
+    // Alone on the node (so S = 1): the node sum is the vector itself.
+    if (nodes_ > 1) {
+      across(data, scale, compression);
+    } else if (scale != 1.0f) {
+      scale_in_place(data.data(), count, scale);
     }
     return;
   }
   reserve(count, stats);
-  std::memcpy(inputs_[static_cast<std::size_t>(node_rank_)], data.data(), count * sizeof(float));
+  const bool owner = node_rank_ < slices_;
+  const std::size_t slices = static_cast<std::size_t>(slices_);
+  const auto begin_of = [&](int l) { return partition_begin(count, slices, static_cast<std::size_t>(l)); };
+  const auto size_of = [&](int l) { return partition_size(count, slices, static_cast<std::size_t>(l)); };
+  // Copy in; an owner's own slice stays in its vector (own_slice reads it there).
+  float* in = inputs_[static_cast<std::size_t>(node_rank_)];
+  if (owner) {
+    const std::size_t b = begin_of(node_rank_);
+    const std::size_t e = b + size_of(node_rank_);
+    std::memcpy(in, data.data(), b * sizeof(float));
+    std::memcpy(in + e, data.data() + e, (count - e) * sizeof(float));
+  } else {
+    std::memcpy(in, data.data(), count * sizeof(float));
+  }
   node_barrier(stats);
-  // Piece k of this call is number base + k + 1 on the counters (modulo 2^32).
-  const std::uint32_t base = pieces_done_;
-  pieces_done_ += static_cast<std::uint32_t>(pieces);
-  const auto mark = [&](std::size_t k) { return base + static_cast<std::uint32_t>(k + 1); };
-
-  if (node_rank_ == 0) {
-    SharedCounter done(counter(0));
-    for (std::size_t k = 0; k < pieces; ++k) {
-      for (int h = 1; h < node_size_; ++h) wait_for(h, mark(k), stats);
-      const std::span<float> part(result_ + k * piece, piece_size(k));
-      if (leaders_ > 1) {
-        across(part, scale, compression);
-      } else if (scale != 1.0f) {
-        scale_in_place(part.data(), part.size(), scale);
-      }
-      RINGTRAIN_MPI_CHECK(MPI_Win_sync(window_));
-      done.store(mark(k));
-    }
-    std::memcpy(data.data(), result_, count * sizeof(float));
-    return;
-  }
-  // The helpers share each piece's additions, in input order 0..L-1 for every element
-  // whoever adds it, and run ahead of the leader's network phase.
-  SharedCounter summed(counter(node_rank_));
-  const std::size_t helpers = static_cast<std::size_t>(node_size_ - 1);
-  const std::size_t helper = static_cast<std::size_t>(node_rank_ - 1);
-  for (std::size_t k = 0; k < pieces; ++k) {
-    const std::size_t begin = k * piece + partition_begin(piece_size(k), helpers, helper);
-    const std::size_t n = partition_size(piece_size(k), helpers, helper);
-    std::memcpy(result_ + begin, inputs_[0] + begin, n * sizeof(float));
-    for (std::size_t r = 1; r < static_cast<std::size_t>(node_size_); ++r)
-      reduce_add(result_ + begin, inputs_[r] + begin, n);
-    RINGTRAIN_MPI_CHECK(MPI_Win_sync(window_));
-    summed.store(mark(k));
-  }
-  for (std::size_t k = 0; k < pieces; ++k) {
-    wait_for(0, mark(k), stats);
-    std::memcpy(data.data() + k * piece, result_ + k * piece, piece_size(k) * sizeof(float));
+  const std::uint32_t mark = ++calls_done_;
+  if (owner) own_slice(data, scale, compression, across, mark);
+  // Gather: own slice first (an owner's is done), then the next owners in turn, so the
+  // ranks of a node do not all read the same slice at once.
+  const int first = node_rank_ % slices_;
+  for (int k = 0; k < slices_; ++k) {
+    const int l = (first + k) % slices_;
+    if (l != node_rank_) wait_for(l, mark, stats);
+    std::memcpy(data.data() + begin_of(l), result_ + begin_of(l), size_of(l) * sizeof(float));
   }
 }
 

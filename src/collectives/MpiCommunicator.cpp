@@ -59,15 +59,16 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, const MpiCommunicatorOptions& 
   if (options.round_robin_nodes < 0)
     throw std::invalid_argument("MpiCommunicator: round_robin_nodes must be >= 0");
   split_nodes(options);
-  hier_ = std::make_unique<HierarchicalAllreduce>(node_comm_, leader_comm_,
-                                                  tuning_.hier_piece_bytes);
+  hier_ = std::make_unique<HierarchicalAllreduce>(node_comm_, cross_comm_,
+                                                  layout_.min_ranks_per_node);
 }
 
 // Nodes are ranks that share memory (never host names, which emulated nodes share). The
 // leaders (node rank 0) number the nodes in the order of their lowest rank; the ring order
 // sorts ranks by that number, keeping rank order within a node. The ring and rab take the
 // order as a permutation of comm_ (not a reordered communicator), so the ranks they report
-// to the stall watchdog are comm_'s.
+// to the stall watchdog are comm_'s. hier's cross communicators join local rank l of every
+// node, for l below the smallest node's rank count, in node order.
 void MpiCommunicator::split_nodes(const MpiCommunicatorOptions& options) {
   if (options.round_robin_nodes > 0) {
     RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, rank_ % options.round_robin_nodes, rank_, &node_comm_));
@@ -82,11 +83,12 @@ void MpiCommunicator::split_nodes(const MpiCommunicatorOptions& options) {
   RINGTRAIN_MPI_CHECK(MPI_Comm_rank(node_comm_, &node_rank));
   RINGTRAIN_MPI_CHECK(MPI_Comm_size(node_comm_, &node_size_));
   const bool leader = node_rank == 0;
-  RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, leader ? 0 : MPI_UNDEFINED, rank_, &leader_comm_));
+  MPI_Comm leaders = MPI_COMM_NULL;
+  RINGTRAIN_MPI_CHECK(MPI_Comm_split(comm_, leader ? 0 : MPI_UNDEFINED, rank_, &leaders));
   int node_index = 0;
-  if (leader_comm_ != MPI_COMM_NULL) {
-    RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(leader_comm_, MPI_ERRORS_RETURN));
-    RINGTRAIN_MPI_CHECK(MPI_Comm_rank(leader_comm_, &node_index));
+  if (leaders != MPI_COMM_NULL) {
+    RINGTRAIN_MPI_CHECK(MPI_Comm_rank(leaders, &node_index));
+    RINGTRAIN_MPI_CHECK(MPI_Comm_free(&leaders));
   }
   RINGTRAIN_MPI_CHECK(MPI_Bcast(&node_index, 1, MPI_INT, 0, node_comm_));
   std::vector<int> node_of(static_cast<std::size_t>(size_));
@@ -95,9 +97,16 @@ void MpiCommunicator::split_nodes(const MpiCommunicatorOptions& options) {
   std::iota(ring_order_.begin(), ring_order_.end(), 0);
   std::stable_sort(ring_order_.begin(), ring_order_.end(),
                    [&](int a, int b) { return node_of[a] < node_of[b]; });
-  int counts[2] = {leader ? 1 : 0, leader && node_size_ > 1 ? 1 : 0};
+  // Nodes, nodes with several ranks, and the smallest and largest node (max of -size).
+  int counts[4] = {leader ? 1 : 0, leader && node_size_ > 1 ? 1 : 0, -node_size_, node_size_};
   RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, comm_));
-  layout_ = NodeLayout{size_, counts[0], counts[1]};
+  RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, counts + 2, 2, MPI_INT, MPI_MAX, comm_));
+  layout_ = NodeLayout{size_, counts[0], counts[1], -counts[2], counts[3]};
+  const int slices = layout_.min_ranks_per_node;
+  RINGTRAIN_MPI_CHECK(
+      MPI_Comm_split(comm_, node_rank < slices ? node_rank : MPI_UNDEFINED, node_index, &cross_comm_));
+  if (cross_comm_ != MPI_COMM_NULL)
+    RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(cross_comm_, MPI_ERRORS_RETURN));
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -105,7 +114,7 @@ MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  if (leader_comm_ != MPI_COMM_NULL) MPI_Comm_free(&leader_comm_);
+  if (cross_comm_ != MPI_COMM_NULL) MPI_Comm_free(&cross_comm_);
   if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
@@ -131,10 +140,16 @@ AllreducePlan MpiCommunicator::plan_allreduce(AllreduceAlgo algo, std::size_t by
     // The prediction of the forced algorithm, where the model applies (several nodes).
     const bool modelled = algo == AllreduceAlgo::kRing || algo == AllreduceAlgo::kRabenseifner ||
                           (algo == AllreduceAlgo::kRecursiveDoubling && compression == Compression::kNone);
-    if (modelled && layout_.nodes > 1 && layout_.nodes_with_several_ranks <= 1) {
+    if (modelled && layout_.nodes > 1) {
       plan.predicted_s.emplace_back(algo, predict_allreduce_seconds(algo, bytes, size_, compression,
                                                                     tuning_.rd_doubling_max_bytes,
                                                                     cost_model_));
+    }
+    if (algo == AllreduceAlgo::kHierarchical && layout_.nodes > 1 && layout_.nodes_with_several_ranks > 0) {
+      plan.predicted_s.emplace_back(
+          algo, predict_hier_seconds(bytes, layout_.nodes, layout_.min_ranks_per_node,
+                                     layout_.max_ranks_per_node, compression,
+                                     tuning_.rd_doubling_max_bytes, cost_model_));
     }
   }
   // With one rank per node the hierarchy is the flat ring.
@@ -144,12 +159,22 @@ AllreducePlan MpiCommunicator::plan_allreduce(AllreduceAlgo algo, std::size_t by
 }
 
 void MpiCommunicator::across_nodes(std::span<float> data, float scale, Compression compression) {
-  if (compression == Compression::kNone &&
-      data.size_bytes() < auto_ring_min_bytes_across_hosts(tuning_, layout_.nodes)) {
-    halving_doubling_allreduce(leader_comm_, data, scale, tuning_.rd_doubling_max_bytes, scratch_,
-                               stats_);
-  } else {
-    ring_allreduce(leader_comm_, data, scale, compression, ring_options(true), scratch_, stats_);
+  // One collective over the whole slice, chosen by the model for this slice on links that
+  // the node's S owners share (the same choice on every member: same slice size).
+  const AllreducePlan plan =
+      plan_hier_network(data.size_bytes(), layout_.nodes, layout_.min_ranks_per_node, compression,
+                        tuning_.rd_doubling_max_bytes, cost_model_);
+  switch (plan.algo) {
+    case AllreduceAlgo::kRecursiveDoubling:
+      halving_doubling_allreduce(cross_comm_, data, scale, tuning_.rd_doubling_max_bytes, scratch_,
+                                 stats_);
+      return;
+    case AllreduceAlgo::kRabenseifner:
+      rabenseifner_allreduce(cross_comm_, data, scale, compression, ring_options(true).chunk_bytes,
+                             {}, scratch_, stats_);
+      return;
+    default:
+      ring_allreduce(cross_comm_, data, scale, compression, ring_options(true), scratch_, stats_);
   }
 }
 

@@ -90,14 +90,17 @@ class MpiCommunicator final : public Communicator {
  private:
   void reduce_doubles(std::span<double> data, MPI_Op op);
   void split_nodes(const MpiCommunicatorOptions& options);
-  // The leaders' step of hier: rd for short fp32 vectors, else the ring.
+  // hier's network phase over cross_comm_: one slice, by ring, rd or rab
+  // (plan_hier_network).
   void across_nodes(std::span<float> data, float scale, Compression compression);
   // order: the ring order over the communicator the ring runs on (empty: rank order).
   RingOptions ring_options(bool network, std::span<const int> order = {}) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm node_comm_ = MPI_COMM_NULL;
-  MPI_Comm leader_comm_ = MPI_COMM_NULL;  // node leaders only
+  // hier: local rank l of every node, in node order (l < the smallest node's rank count;
+  // MPI_COMM_NULL on the other ranks).
+  MPI_Comm cross_comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
   int node_size_ = 1;  // ranks in node_comm_

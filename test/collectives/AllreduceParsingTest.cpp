@@ -122,10 +122,8 @@ TEST_CASE("ring byte formulas match a step-by-step count of the segments moved")
   }
 }
 
-TEST_CASE("auto's rules where the model does not apply: one rank, hier, one host") {
+TEST_CASE("auto's rules where the model does not apply (one rank, one host), and hier by the model") {
   AllreduceTuning tuning;
-  tuning.auto_ring_min_bytes = 1000;
-  tuning.auto_ring_min_bytes_non_pow2 = 300;
   tuning.auto_ring_min_bytes_single_host = 5000;
   const AllreduceCostModel model;
   const Compression none = Compression::kNone;
@@ -136,21 +134,22 @@ TEST_CASE("auto's rules where the model does not apply: one rank, hier, one host
   CHECK(algo(4999, one_host, none) == AllreduceAlgo::kRecursiveDoubling);
   CHECK(algo(5000, one_host, none) == AllreduceAlgo::kRing);
   CHECK(plan_auto_allreduce(10, one_host, none, tuning, model).predicted_s.empty());
-  // hier's leaders keep the measured thresholds across hosts.
-  CHECK(auto_ring_min_bytes_across_hosts(tuning, 2) == 1000);
-  CHECK(auto_ring_min_bytes_across_hosts(tuning, 3) == 300);
-  CHECK(auto_ring_min_bytes_across_hosts(tuning, 4) == 1000);
-  const AllreduceTuning defaults;
-  CHECK(defaults.auto_ring_min_bytes_non_pow2 < defaults.auto_ring_min_bytes);
-  CHECK(defaults.auto_ring_min_bytes < defaults.auto_ring_min_bytes_single_host);
+  CHECK(AllreduceTuning{}.auto_ring_min_bytes_single_host == 4 * 1024 * 1024);
   CHECK(algo(std::size_t{1} << 26, NodeLayout{2, 1, 1}, none) == AllreduceAlgo::kRing);
-  // 2 nodes x 2 ranks: hier at every size, by rule; one node with two ranks and one with
-  // one: the model.
+  // Several ranks on a node across nodes: the model, with hier among the candidates (its
+  // prediction last); 2 nodes x 2 ranks and a node of two with one of one: hier at every
+  // size (half the network rounds of rd at small sizes, the vector once per node at large).
   for (std::size_t bytes : {std::size_t{4}, std::size_t{1} << 26}) {
-    CHECK(algo(bytes, NodeLayout{4, 2, 2}, none) == AllreduceAlgo::kHierarchical);
-    CHECK(algo(bytes, NodeLayout{4, 2, 2}, Compression::kBf16) == AllreduceAlgo::kHierarchical);
+    for (const NodeLayout layout : {NodeLayout{4, 2, 2, 2, 2}, NodeLayout{3, 2, 1, 1, 2}}) {
+      const AllreducePlan plan = plan_auto_allreduce(bytes, layout, none, tuning, model);
+      CHECK(plan.basis == "cost model");
+      CHECK(plan.predicted_s.back().first == AllreduceAlgo::kHierarchical);
+      CHECK(plan.algo == AllreduceAlgo::kHierarchical);
+      CHECK(algo(bytes, layout, Compression::kBf16) == AllreduceAlgo::kHierarchical);
+    }
   }
-  CHECK(plan_auto_allreduce(1 << 26, NodeLayout{3, 2, 1}, none, tuning, model).basis == "cost model");
+  // One rank per node: no hier candidate.
+  CHECK(plan_auto_allreduce(1 << 26, NodeLayout{4, 4, 0}, none, tuning, model).predicted_s.size() == 3);
   // rd has no 16-bit transport: on one host with compression the ring at small sizes too.
   CHECK(algo(10, one_host, Compression::kFp16) == AllreduceAlgo::kRing);
   CHECK(algo(10, NodeLayout{1, 1, 0}, none) == AllreduceAlgo::kRing);
@@ -203,6 +202,23 @@ TEST_CASE("cost model: ring and rab by their formulas; rab pays log2 p rounds, t
   CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 1, none, 2048, m) == 0.0);
   CHECK_THROWS_AS(predict_allreduce_seconds(AllreduceAlgo::kHierarchical, mib, 4, none, 2048, m),
                   std::invalid_argument);
+  // hier, 2 nodes x 4 ranks: 4 slices of n/4, each a ring of 2 ranks on a link shared 4
+  // ways (2 alpha + (n/4)(4 beta) + the ring's additions of half a slice, (n/8) gamma),
+  // plus copying in and out (2 n copy) and the owner's 3 additions of its slice (3 (n/4) gamma).
+  m.copy_s_per_byte = 0.25e-9;
+  m.gamma_s_per_byte = 0.5e-9;
+  CHECK(predict_hier_seconds(mib, 2, 4, 4, none, 2048, m) ==
+        Approx(2 * 10e-6 + mib * 1e-9 + (mib / 8) * 0.5e-9 + 2 * mib * 0.25e-9 + 3 * (mib / 4) * 0.5e-9));
+  CHECK(plan_hier_network(mib / 4, 2, 4, none, 2048, m).algo == AllreduceAlgo::kRing);
+  // Against the node-ordered flat ring of 8 ranks: 14 rounds and 1.75 n on the link.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 8, none, 2048, m) ==
+        Approx(14 * 10e-6 + 1.75 * mib * 1e-9 + 7.0 / 8 * mib * 0.5e-9));
+  // Unequal nodes (3 and 1 ranks): one slice, the whole vector across 2 nodes.
+  CHECK(predict_hier_seconds(mib, 2, 1, 3, none, 2048, m) ==
+        Approx(2 * 10e-6 + mib * 1e-9 + mib / 2 * 0.5e-9 + 2 * mib * 0.25e-9 + 2 * mib * 0.5e-9));
+  // One node: no network phase, only the copies and additions.
+  CHECK(predict_hier_seconds(mib, 1, 2, 2, none, 2048, m) == Approx(2 * mib * 0.25e-9 + (mib / 2) * 0.5e-9));
+  CHECK_THROWS_AS(predict_hier_seconds(mib, 2, 3, 2, none, 2048, m), std::invalid_argument);
   CHECK_THROWS_AS(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, mib, 4,
                                             Compression::kBf16, 2048, m),
                   std::invalid_argument);
@@ -239,6 +255,7 @@ TEST_CASE("tuning file: written and read back; bad lines name the file and line"
   m.beta_s_per_byte = 8.06e-9;
   m.gamma_s_per_byte = 1.25e-10;
   m.rendezvous_beta_s_per_byte = 1.5e-8;
+  m.copy_s_per_byte = 3e-10;
   m.eager_limit_bytes = 4096;
   m.choice_margin = 0.1;
   write_cost_model(m, path, "test");
@@ -247,6 +264,7 @@ TEST_CASE("tuning file: written and read back; bad lines name the file and line"
   CHECK(back.beta_s_per_byte == Approx(m.beta_s_per_byte));
   CHECK(back.gamma_s_per_byte == Approx(m.gamma_s_per_byte));
   CHECK(back.rendezvous_beta_s_per_byte == Approx(m.rendezvous_beta_s_per_byte));
+  CHECK(back.copy_s_per_byte == Approx(m.copy_s_per_byte));
   CHECK(back.eager_limit_bytes == m.eager_limit_bytes);
   CHECK(back.choice_margin == Approx(m.choice_margin));
   CHECK(cost_model_text(back) == cost_model_text(m));

@@ -344,11 +344,12 @@ TEST_CASE("calibration: positive finite parameters, the same on every rank") {
   AllreduceCostModel base;
   base.choice_margin = 0.125;  // not measured: kept
   const AllreduceCostModel m = calibrate_cost_model(comm, base);
-  double values[4] = {m.alpha_s, m.beta_s_per_byte, m.gamma_s_per_byte, m.rendezvous_beta_s_per_byte};
-  double maxima[4];
-  MPI_Allreduce(values, maxima, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  double values[5] = {m.alpha_s, m.beta_s_per_byte, m.gamma_s_per_byte, m.rendezvous_beta_s_per_byte,
+                      m.copy_s_per_byte};
+  double maxima[5];
+  MPI_Allreduce(values, maxima, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   bool ok = m.choice_margin == 0.125 && m.eager_limit_bytes == base.eager_limit_bytes;
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 5; ++i)
     ok = ok && std::isfinite(values[i]) && values[i] > 0 && values[i] == maxima[i] && values[i] < 1.0;
   INFO("alpha " << m.alpha_s << " beta " << m.beta_s_per_byte << " gamma " << m.gamma_s_per_byte);
   REQUIRE(all_ranks(ok));

@@ -1,18 +1,21 @@
-// hier with forced node groupings (one and two ranks per "node", and the real
-// MPI_COMM_TYPE_SHARED split) and the 16-bit transports, at np 1..4: exact sums of small
-// integers, stated error bounds for general values, fp16 never overflowing, bit-identical
+// hier with forced node groupings (blocks of one, two and three ranks per "node", round
+// robin over two and three "nodes" -- equal and unequal nodes -- and the real
+// MPI_COMM_TYPE_SHARED split), its network traffic, and the 16-bit transports, at np
+// 1..5: exact sums of small integers, stated error bounds for general values, fp16 never overflowing, bit-identical
 // results on every rank for every algorithm and transport, and the fp32-only algorithms
 // refusing 16-bit transport on every rank.
 #include "collectives/Mpi.h"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "collectives/AllreduceCostModel.h"
 #include "collectives/MpiCommunicator.h"
 #include "collectives/RingAllreduce.h"
 #include "support/mpi_test_util.h"
@@ -62,37 +65,76 @@ const Compression kTransports[] = {Compression::kNone, Compression::kBf16, Compr
 
 const std::vector<std::size_t> kCounts = {1, 2, 3, 5, 13, 257, 4099, 100003};
 
+// A forced node grouping of the test's ranks (all on one host): k ranks per "node" in
+// blocks (k = 0: the real MPI_COMM_TYPE_SHARED split, one node), or round robin over k
+// "nodes" (rank q on node q % k).
+struct Grouping {
+  int block = 0;
+  int round_robin = 0;
+};
+
+MpiCommunicatorOptions options_for(const Grouping& g) {
+  MpiCommunicatorOptions options;
+  options.node_group_size = g.block;
+  options.round_robin_nodes = g.round_robin;
+  return options;
+}
+
+// The layout the grouping implies for n ranks, computed here from the node of each rank.
+NodeLayout expected_layout(const Grouping& g, int n) {
+  std::vector<int> sizes;
+  for (int q = 0; q < n; ++q) {
+    const int node = g.round_robin > 0 ? q % g.round_robin : (g.block > 0 ? q / g.block : 0);
+    if (node >= static_cast<int>(sizes.size())) sizes.resize(static_cast<std::size_t>(node) + 1, 0);
+    ++sizes[static_cast<std::size_t>(node)];
+  }
+  NodeLayout layout{n, 0, 0, n, 0};
+  for (int size : sizes) {
+    layout.nodes += 1;
+    layout.nodes_with_several_ranks += size > 1;
+    layout.min_ranks_per_node = std::min(layout.min_ranks_per_node, size);
+    layout.max_ranks_per_node = std::max(layout.max_ranks_per_node, size);
+  }
+  return layout;
+}
+
+// Equal and unequal nodes: blocks of 1, 2 and 3 (np 3 and 5 leave a node of one rank,
+// np 4 with blocks of 3 one of three and one of one), round robin over 2 and 3 nodes, and
+// the real split.
+const Grouping kGroupings[] = {{1, 0}, {2, 0}, {3, 0}, {0, 2}, {0, 3}, {0, 0}};
+
 }  // namespace
 
-TEST_CASE("hier: exact sums with one and two ranks per node and the real node split") {
+TEST_CASE("hier: exact sums and the same bits everywhere for equal and unequal node groupings") {
   const int n = test::world_size();
   const int r = test::world_rank();
-  for (int group : {1, 2, 0}) {
-   for (std::size_t piece_bytes : {std::size_t{12}, std::size_t{16384}}) {
-    MpiCommunicatorOptions options;
-    options.node_group_size = group;
-    options.tuning.ring_chunk_bytes = 4096;  // several chunks per segment at these counts
-    options.tuning.ring_chunk_bytes_network = 4096;
-    // Pipeline pieces of 3 floats (many, a short last one) and of 4096 floats.
-    options.tuning.hier_piece_bytes = piece_bytes;
+  for (const Grouping& g : kGroupings) {
+   for (std::size_t chunk : {std::size_t{12}, std::size_t{4096}}) {
+    MpiCommunicatorOptions options = options_for(g);
+    // The network phase's ring in chunks of 3 floats (many, a short last one) or 1024.
+    options.tuning.ring_chunk_bytes = chunk;
+    options.tuning.ring_chunk_bytes_network = chunk;
     MpiCommunicator comm(MPI_COMM_WORLD, options);
-    // The layout the grouping implies (all ranks of a test share one host: group 0 is one node).
-    const int nodes = group == 0 ? 1 : (n + group - 1) / group;
-    const int several = group == 0 ? (n > 1 ? 1 : 0) : (group == 2 ? n / 2 : 0);
+    const NodeLayout e = expected_layout(g, n);
     const NodeLayout& layout = comm.layout();
-    INFO("group " << group << " nodes " << layout.nodes << " several " << layout.nodes_with_several_ranks);
-    REQUIRE(all_ranks(layout.ranks == n && layout.nodes == nodes &&
-                      layout.nodes_with_several_ranks == several));
-    // One rank per node: hier is the flat ring; auto takes hier with 2+ multi-rank nodes.
+    INFO("block " << g.block << " round robin " << g.round_robin << " nodes " << layout.nodes << " several "
+                  << layout.nodes_with_several_ranks << " ranks per node " << layout.min_ranks_per_node << "-"
+                  << layout.max_ranks_per_node << " chunk " << chunk);
+    REQUIRE(all_ranks(layout.ranks == n && layout.nodes == e.nodes &&
+                      layout.nodes_with_several_ranks == e.nodes_with_several_ranks &&
+                      layout.min_ranks_per_node == e.min_ranks_per_node &&
+                      layout.max_ranks_per_node == e.max_ranks_per_node));
+    // One rank per node: hier is the flat ring. Across nodes with a node of several ranks,
+    // the model puts hier first at 64 MiB (one host: auto's rule, never hier).
     CHECK(comm.resolve(AllreduceAlgo::kHierarchical, 1 << 20, Compression::kNone) ==
-          (several == 0 ? AllreduceAlgo::kRing : AllreduceAlgo::kHierarchical));
-    CHECK((comm.resolve(AllreduceAlgo::kAuto, 64 << 20, Compression::kNone) ==
-           AllreduceAlgo::kHierarchical) == (several > 1));
+          (e.nodes_with_several_ranks == 0 ? AllreduceAlgo::kRing : AllreduceAlgo::kHierarchical));
+    CHECK((comm.resolve(AllreduceAlgo::kAuto, 64 << 20, Compression::kNone) == AllreduceAlgo::kHierarchical) ==
+          (e.nodes > 1 && e.nodes_with_several_ranks > 0));
     for (Compression c : kTransports) {
       for (bool mean : {false, true}) {
         // Growing then shrinking sizes: the shared window is reallocated, then reused.
         for (std::size_t count : kCounts) {
-          if (piece_bytes < 100 && count > 300) continue;  // thousands of pieces: too slow
+          if (chunk < 100 && count > 5000) continue;  // tens of thousands of messages: slow
           std::vector<float> data(count);
           for (std::size_t i = 0; i < count; ++i) data[i] = value(r, i);
           comm.allreduce(data, AllreduceAlgo::kHierarchical, mean, c);
@@ -111,6 +153,38 @@ TEST_CASE("hier: exact sums with one and two ranks per node and the real node sp
       ok = ok && data[i] == static_cast<float>(i < 7 ? n * n : n);
     REQUIRE(all_ranks(ok));
    }
+  }
+}
+
+TEST_CASE("hier: the network carries the vector once per node, in one ring per slice") {
+  const int n = test::world_size();
+  const int r = test::world_rank();
+  for (const Grouping& g : kGroupings) {
+    MpiCommunicator comm(MPI_COMM_WORLD, options_for(g));
+    const NodeLayout& layout = comm.layout();
+    if (layout.nodes_with_several_ranks == 0 || layout.nodes == 1) continue;  // no hier here
+    const std::size_t count = (std::size_t{1} << 18) + 3;
+    const int slices = layout.min_ranks_per_node;
+    for (Compression c : {Compression::kNone, Compression::kBf16}) {
+      // The slices are large enough that each crosses by the ring (not rd), so the byte
+      // count is the ring's: 2(M-1) slices per slice owner set, 2(M-1) vectors in all.
+      const std::size_t slice_bytes = (count / slices + 1) * sizeof(float);
+      REQUIRE(plan_hier_network(slice_bytes, layout.nodes, slices, c, comm.allreduce_tuning().rd_doubling_max_bytes,
+                                comm.cost_model())
+                  .algo == AllreduceAlgo::kRing);
+      const std::uint64_t element = c == Compression::kNone ? 4 : 2;
+      const std::uint64_t sent0 = comm.bytes_sent();
+      std::vector<float> data(count);
+      for (std::size_t i = 0; i < count; ++i) data[i] = value(r, i);
+      comm.allreduce(data, AllreduceAlgo::kHierarchical, false, c);
+      double total = static_cast<double>(comm.bytes_sent() - sent0);
+      MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      const double expected = static_cast<double>(element) * 2.0 * (layout.nodes - 1) * static_cast<double>(count);
+      INFO("block " << g.block << " round robin " << g.round_robin << " transport " << compression_name(c)
+                    << " total sent " << total << " expected " << expected << " (flat ring: "
+                    << static_cast<double>(element) * 2.0 * (n - 1) * static_cast<double>(count) << ")");
+      REQUIRE(all_ranks(total == expected && first_mismatch(data, n, 1.0f, false) < 0));
+    }
   }
 }
 
@@ -205,10 +279,12 @@ TEST_CASE("fp16 transport passes inf and NaN through like fp32 and scales around
 }
 
 TEST_CASE("every algorithm and transport leaves bit-identical results on every rank") {
-  for (int group : {0, 1, 2}) {
-    MpiCommunicatorOptions options;
-    options.node_group_size = group;
-    MpiCommunicator comm(MPI_COMM_WORLD, options);
+  for (const Grouping& g : kGroupings) {
+    MpiCommunicator comm(MPI_COMM_WORLD, options_for(g));
+    // The other algorithms do not look at the grouping beyond the node order: blocks of 1
+    // and 2 and the real split are enough for them; hier runs under every grouping.
+    const bool hier_only = g.block == 3 || g.round_robin > 0;
+    const int group = g.block;
     for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kHierarchical,
                                AllreduceAlgo::kMpi, AllreduceAlgo::kParameterServer,
                                AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kRabenseifner,
@@ -217,6 +293,7 @@ TEST_CASE("every algorithm and transport leaves bit-identical results on every r
         const bool fp32_only =
             algo == AllreduceAlgo::kMpi || algo == AllreduceAlgo::kRecursiveDoubling;
         if (fp32_only && c != Compression::kNone) continue;
+        if (hier_only && algo != AllreduceAlgo::kHierarchical) continue;
         for (std::size_t count : {std::size_t{4099}, std::size_t{300007}}) {
           // Non-integer values: rounding depends on the order of summation and on each
           // hop's 16-bit rounding, yet every rank must agree.
@@ -224,7 +301,7 @@ TEST_CASE("every algorithm and transport leaves bit-identical results on every r
           for (std::size_t i = 0; i < count; ++i)
             data[i] = 0.1f * static_cast<float>(comm.rank() + 1) + 1e-3f * static_cast<float>(i % 977);
           comm.allreduce(data, algo, true, c);
-          INFO("group " << group << " algo " << allreduce_algo_name(algo) << " transport "
+          INFO("group " << group << " round robin " << g.round_robin << " algo " << allreduce_algo_name(algo) << " transport "
                         << compression_name(c) << " count " << count);
           REQUIRE(all_ranks(same_on_all_ranks(comm, data)));
         }
