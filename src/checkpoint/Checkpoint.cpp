@@ -181,7 +181,7 @@ CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const s
   return data;
 }
 
-std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const std::byte> bytes) {
+std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const std::byte> bytes, Durability durability) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   const std::filesystem::path tmp = path.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -204,7 +204,7 @@ std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) throw fail("fsync", errno);
+  if (durability == Durability::kFsync && ::fsync(fd) != 0) throw fail("fsync", errno);
   // close() reports deferred write errors on some filesystems (NFS): checked too.
   if (::close(fd) != 0) {
     const int err = errno;
@@ -218,6 +218,7 @@ std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const
         fmt::format("{}: cannot rename {} onto it: {}", path.string(), tmp.filename().string(), std::strerror(err)));
   }
   // The rename is durable only once the directory entry is.
+  if (durability == Durability::kRenameOnly) return bytes.size();
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {

@@ -98,6 +98,12 @@ void MpiCommunicator::split_nodes(const MpiCommunicatorOptions& options) {
   int counts[2] = {leader ? 1 : 0, leader && node_size_ > 1 ? 1 : 0};
   RINGTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, comm_));
   layout_ = NodeLayout{size_, counts[0], counts[1]};
+  // Every node's leader is its first rank in ring order.
+  node_place_ = NodePlace{node_index, counts[0], std::vector<int>(static_cast<std::size_t>(counts[0]), -1)};
+  for (const int r : ring_order_) {
+    int& first = node_place_.leaders[static_cast<std::size_t>(node_of[static_cast<std::size_t>(r)])];
+    if (first < 0) first = r;
+  }
 }
 
 MpiCommunicator::~MpiCommunicator() {
