@@ -2,6 +2,7 @@
 // every rank restores them on --resume (rank 0 reads, then broadcasts).
 #include <algorithm>
 #include <cstdio>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -63,6 +64,17 @@ void Trainer::State::maybe_resume() {
 }
 
 void Trainer::State::setup_snapshots() {
+  // Snapshots past where this run starts belong to another history (a fresh run in the
+  // directory of one that failed, or the torn ones a resume skipped): gone before this run
+  // writes any, or they would outrank its own in pruning and in the next --resume auto.
+  const NodePlace place = comm.node_place();
+  if (place.leader_of(place.node) == rank) {
+    for (const SnapshotFile& f : list_snapshots(snapshot_root)) {
+      std::error_code ec;
+      if (f.step > pos.global_step) std::filesystem::remove(f.path, ec);
+    }
+  }
+  comm.barrier();
   if (config.snapshot_every == 0) return;
   const int r = rank;
   snapshots = std::make_unique<SnapshotWriter>(comm, snapshot_root, kKeepSnapshots, [r](const std::string& message) {

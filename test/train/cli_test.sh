@@ -745,6 +745,46 @@ logical_shards)
   "$bin" train "${data[@]}" --logical-shards 4 --global-batch-size 30 > "$work/log" 2>&1; code=$?
   expect_fail "$work/log" 2 "--global-batch-size 30 is not divisible by --logical-shards 4" 1 $code
   ;;
+snapshots)
+  # --snapshot-every: removed from RAM when the run ends normally (the default directory under
+  # /dev/shm, named in summary.json); kept when a rank is killed (SIGKILL), and then
+  # `--resume auto` with the same --run-dir (what run.sh --elastic relaunches) continues from
+  # the newest complete one, skipping a torn newest one with a warning, to the same final
+  # parameters as an uninterrupted run (logical shards).
+  snap=(--logical-shards 2 --batch-size 4 --threads 1 --lr-schedule constant --eval-every 0 --no-tensorboard)
+  # The reference, uninterrupted, with snapshots in the default directory.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" "${snap[@]}" --max-steps 40 --snapshot-every 4 \
+    --run-dir "$work/ref" > "$work/ref.log" 2>&1 || { cat "$work/ref.log" >&2; fail "run with snapshots failed"; }
+  dir=$($py -c 'import json,sys; s=json.load(open(sys.argv[1]))["snapshots"]; assert s["written"] >= 1, s; print(s["dir"])' \
+    "$work/ref/summary.json") || fail "summary.json: no snapshot written"
+  [[ $dir == /dev/shm/ringtrain-ref-* ]] || fail "default snapshot dir is $dir"
+  [[ ! -e $dir ]] || fail "snapshots in $dir not removed at the normal end"
+  # Killed mid-run: rank 1 (the straggler, 50 ms per step) by SIGKILL once two snapshots exist.
+  run=("$bin" train "${data[@]}" "${snap[@]}" --max-steps 40 --snapshot-every 5 --snapshot-dir "$work/ram"
+       --run-dir "$work/k")
+  "${mpi[@]}" -np 2 "${run[@]}" --straggler-ms 50 > "$work/k.log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 300); do
+    sleep 0.05
+    (( $(ls "$work"/ram/node-0-of-1/snap-*.rtck 2>/dev/null | wc -l) >= 2 )) && break
+  done
+  pid=$(rank_pid $launcher 1) || { cat "$work/k.log" >&2; fail "no rank to kill"; }
+  kill -KILL "$pid"
+  wait $launcher && fail "mpirun exited 0 after a rank was killed"
+  newest=$(ls "$work"/ram/node-0-of-1/snap-*.rtck | tail -1)
+  [[ -n $newest ]] || fail "no snapshot kept after the failure"
+  [[ $(basename "$newest") != snap-000000040.rtck ]] || fail "the run finished before the kill"
+  head -c 1000 "$newest" > "$work/torn" && mv "$work/torn" "$newest"
+  "${mpi[@]}" -np 2 "${run[@]}" --resume auto > "$work/r.log" 2>&1 || { cat "$work/r.log" >&2; fail "resume failed"; }
+  grep -q "warning: skipping snapshot $newest: .*truncated.*; trying the previous one" "$work/r.log" \
+    || { cat "$work/r.log" >&2; fail "no warning for the torn snapshot"; }
+  grep -q "resumed from snapshot $work/ram/node-0-of-1/snap-" "$work/r.log" || { cat "$work/r.log" >&2; fail "not resumed from a snapshot"; }
+  $py -c 'import json,sys; r=json.load(open(sys.argv[1]))["resumed_from"]; assert r["kind"] == "snapshot" and r["path"] != sys.argv[2], r' \
+    "$work/k/summary.json" "$newest" || fail "summary.json: resumed_from is not the previous snapshot"
+  [[ $(params_crc "$work/k/model.rtck") == $(params_crc "$work/ref/model.rtck") ]] \
+    || fail "parameters resumed from the snapshot differ from the uninterrupted run"
+  [[ ! -e $work/ram ]] || fail "snapshots not removed after the resumed run ended"
+  ;;
 *)
   fail "unknown case $case_name"
   ;;
