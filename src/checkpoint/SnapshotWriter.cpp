@@ -98,11 +98,12 @@ bool SnapshotWriter::take(std::int64_t step, std::span<const float> params, std:
 }
 
 void SnapshotWriter::write_own(std::int64_t step) {
-  std::vector<std::byte> bytes = Checkpoint::serialize(slot_);
+  std::vector<std::byte> bytes;
   bool ok = true;
   try {
+    bytes = Checkpoint::serialize(slot_);
     write_snapshot(own_dir(), step, bytes, keep_);
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // out of memory or space: this one is lost, training goes on
     ok = false;
     warn_(fmt::format("snapshot at step {} not written ({}); the previous one stays", step, e.what()));
   }
@@ -110,7 +111,7 @@ void SnapshotWriter::write_own(std::int64_t step) {
   writing_ = false;
   stats_.bytes = static_cast<std::int64_t>(bytes.size());
   (ok ? stats_.written : stats_.failed) += 1;
-  if (exchanges_) outgoing_ = std::move(bytes);  // a newer one replaces one not yet sent
+  if (exchanges_ && !bytes.empty()) outgoing_ = std::move(bytes);  // a newer one replaces one not yet sent
 }
 
 void SnapshotWriter::progress() {
