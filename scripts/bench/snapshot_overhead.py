@@ -9,7 +9,12 @@ copy, its thread's share of the cores and the copies' MPI traffic included. Prin
 markdown table: per model the median step time of each setting over the rounds (each
 round's value in brackets) and the median of the per-round ratios K / 0, with `uptime`'s
 load before and after (on a shared machine the load moves single runs; the ratio of two
-runs of one round is steadier than either).
+runs of one round is steadier than either). Because a loaded machine can hide a few percent
+in that noise, it also prints the snapshots' own cost from summary.json, which load hardly
+moves: the main thread's seconds on them (`step_path_s`) plus the snapshot thread's CPU
+seconds (`thread_cpu_s`) per step, as a share of the K = 0 step time: the overhead if every
+cycle of the snapshot thread were taken from the training (an upper bound on one host whose
+cores the ranks fill).
 
   scripts/bench/snapshot_overhead.py --models lenet5,mlp --np 2 --every 10 --rounds 3
 """
@@ -57,7 +62,10 @@ def run_once(args, model, every, run_dir):
              if '"type":"step"' in line]
     first = next(r for r in steps if r["step"] == args.warmup)
     last = steps[-1]
-    return (last["t"] - first["t"]) / (last["step"] - first["step"])
+    summary = json.load(open(os.path.join(run_dir, "summary.json")))
+    snap = summary.get("snapshots")
+    cost = (snap["step_path_s"] + snap["thread_cpu_s"]) / summary["steps"] if snap else 0.0
+    return (last["t"] - first["t"]) / (last["step"] - first["step"]), cost, snap
 
 
 def uptime():
@@ -69,14 +77,19 @@ def main(argv=None):
     models = args.models.split(",")
     work = tempfile.mkdtemp(prefix="ringtrain-snapbench-")
     times = {(m, k): [] for m in models for k in (0, args.every)}
+    costs = {m: [] for m in models}
+    snaps = {}
     load_before = uptime()
     try:
         for rnd in range(args.rounds):
             for m in models:
                 order = (0, args.every) if rnd % 2 == 0 else (args.every, 0)
                 for k in order:
-                    s = run_once(args, m, k, os.path.join(work, f"{m}-k{k}-r{rnd}"))
+                    s, cost, snap = run_once(args, m, k, os.path.join(work, f"{m}-k{k}-r{rnd}"))
                     times[(m, k)].append(s)
+                    if k:
+                        costs[m].append(cost)
+                        snaps[m] = snap
                     print(f"round {rnd + 1} {m} K={k}: {1e3 * s:.2f} ms/step", file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -91,6 +104,14 @@ def main(argv=None):
         cell = lambda v: f"{1e3 * statistics.median(v):.2f} ({', '.join(f'{1e3 * x:.2f}' for x in v)})"
         print(f"| {m} | {cell(a)} | {cell(b)} | {statistics.median(ratios):.3f} "
               f"({', '.join(f'{r:.3f}' for r in ratios)}) |")
+    print(f"\n| model | snapshot bytes | snapshots written / skipped (last run) | main thread + snapshot thread CPU "
+          f"per step, ms | as share of the K=0 step |")
+    print("|---|---|---|---|---|")
+    for m in models:
+        c = statistics.median(costs[m])
+        share = c / statistics.median(times[(m, 0)])
+        print(f"| {m} | {snaps[m]['bytes']} | {snaps[m]['written']} / {snaps[m]['skipped']} | "
+              f"{1e3 * c:.3f} ({', '.join(f'{1e3 * x:.3f}' for x in costs[m])}) | {100 * share:.2f}% |")
     print(f"\nload before: {load_before}\nload after:  {load_after}")
 
 

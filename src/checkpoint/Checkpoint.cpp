@@ -83,6 +83,12 @@ std::vector<float> floats_from(std::span<const std::byte> bytes, const std::stri
 }  // namespace
 
 std::vector<std::byte> Checkpoint::serialize(const CheckpointData& data) {
+  std::vector<std::byte> out;
+  serialize_into(data, out);
+  return out;
+}
+
+void Checkpoint::serialize_into(const CheckpointData& data, std::vector<std::byte>& out) {
   const std::string meta_text = data.meta.dump(2);
   const std::span<const std::byte> payloads[] = {
       std::as_bytes(std::span(meta_text.data(), meta_text.size())),
@@ -94,7 +100,7 @@ std::vector<std::byte> Checkpoint::serialize(const CheckpointData& data) {
 
   std::size_t total = kPreambleBytes + count * kEntryBytes + 4;
   for (const auto& p : payloads) total += p.size();
-  std::vector<std::byte> out(total);
+  out.resize(total);  // every byte is written below
   ByteWriter w(out);
 
   w.bytes(kMagic.data(), kMagic.size());
@@ -113,7 +119,6 @@ std::vector<std::byte> Checkpoint::serialize(const CheckpointData& data) {
   }
   w.put<std::uint32_t>(crc32_of(std::span(out).first(w.pos())));
   for (const auto& p : payloads) w.bytes(p.data(), p.size());
-  return out;
 }
 
 CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const std::string& source) {

@@ -30,6 +30,9 @@ class Checkpoint {
 
   // Serialises to the on-disk byte layout.
   static std::vector<std::byte> serialize(const CheckpointData& data);
+  // The same into `out`, resized: a buffer serialised into again keeps its memory (no
+  // allocation, no page faults: what a snapshot every few steps wants).
+  static void serialize_into(const CheckpointData& data, std::vector<std::byte>& out);
   // Parses and validates bytes; `source` names the file in errors. Throws
   // std::runtime_error "<source>: <section>: <problem>".
   static CheckpointData deserialize(std::span<const std::byte> bytes, const std::string& source);

@@ -44,6 +44,7 @@ class SnapshotWriter {
     std::int64_t sent = 0;           // copies sent to the next node
     std::int64_t received = 0;       // copies from the previous node written here
     std::int64_t bytes = 0;          // size of the last snapshot
+    double thread_cpu_seconds = 0.0;  // CPU time of the snapshot thread (serialise, CRC, write)
   };
 
   // Collective over comm (the peer channel is a communicator of its own). `warn` prints a
@@ -100,6 +101,7 @@ class SnapshotWriter {
   bool stopping_ = false;
   bool writing_ = false;            // the own snapshot in slot_ is not written yet
   CheckpointData slot_;             // the state taken at the step boundary
+  std::vector<std::byte> image_;    // slot_ serialised (the snapshot thread's)
   std::vector<std::byte> outgoing_;  // serialised, waiting to be sent (newest only)
   Stats stats_;
 
