@@ -11,10 +11,10 @@ round's value in brackets) and the median of the per-round ratios K / 0, with `u
 load before and after (on a shared machine the load moves single runs; the ratio of two
 runs of one round is steadier than either). Because a loaded machine can hide a few percent
 in that noise, it also prints the snapshots' own cost from summary.json, which load hardly
-moves: the main thread's seconds on them (`step_path_s`) plus the snapshot thread's CPU
-seconds (`thread_cpu_s`) per step, as a share of the K = 0 step time: the overhead if every
-cycle of the snapshot thread were taken from the training (an upper bound on one host whose
-cores the ranks fill).
+moves: the main thread's CPU seconds on them (`step_path_cpu_s`, on the step's path) plus
+the snapshot thread's (`thread_cpu_s`) per step, as a share of the K = 0 step time: the
+overhead if every cycle of the snapshot thread were taken from the training (an upper bound
+on one host whose cores the ranks fill; with a spare core only the main thread's part).
 
   scripts/bench/snapshot_overhead.py --models lenet5,mlp --np 2 --every 10 --rounds 3
 """
@@ -64,7 +64,8 @@ def run_once(args, model, every, run_dir):
     last = steps[-1]
     summary = json.load(open(os.path.join(run_dir, "summary.json")))
     snap = summary.get("snapshots")
-    cost = (snap["step_path_s"] + snap["thread_cpu_s"]) / summary["steps"] if snap else 0.0
+    cost = ((snap["step_path_cpu_s"] / summary["steps"], snap["thread_cpu_s"] / summary["steps"])
+            if snap else (0.0, 0.0))
     return (last["t"] - first["t"]) / (last["step"] - first["step"]), cost, snap
 
 
@@ -104,14 +105,16 @@ def main(argv=None):
         cell = lambda v: f"{1e3 * statistics.median(v):.2f} ({', '.join(f'{1e3 * x:.2f}' for x in v)})"
         print(f"| {m} | {cell(a)} | {cell(b)} | {statistics.median(ratios):.3f} "
               f"({', '.join(f'{r:.3f}' for r in ratios)}) |")
-    print(f"\n| model | snapshot bytes | snapshots written / skipped (last run) | main thread + snapshot thread CPU "
-          f"per step, ms | as share of the K=0 step |")
+    print(f"\n| model | snapshot bytes | written / skipped (last run) | CPU ms per step: main thread (step path) "
+          f"+ snapshot thread, median of runs | as share of the K=0 step: main / main + thread |")
     print("|---|---|---|---|---|")
     for m in models:
-        c = statistics.median(costs[m])
-        share = c / statistics.median(times[(m, 0)])
+        main_ms = statistics.median(c[0] for c in costs[m])
+        thread_ms = statistics.median(c[1] for c in costs[m])
+        step = statistics.median(times[(m, 0)])
         print(f"| {m} | {snaps[m]['bytes']} | {snaps[m]['written']} / {snaps[m]['skipped']} | "
-              f"{1e3 * c:.3f} ({', '.join(f'{1e3 * x:.3f}' for x in costs[m])}) | {100 * share:.2f}% |")
+              f"{1e3 * main_ms:.3f} + {1e3 * thread_ms:.3f} | "
+              f"{100 * main_ms / step:.2f}% / {100 * (main_ms + thread_ms) / step:.2f}% |")
     print(f"\nload before: {load_before}\nload after:  {load_after}")
 
 

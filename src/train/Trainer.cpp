@@ -93,9 +93,11 @@ bool Trainer::State::train_one_step(TrainStep& step, std::int64_t steps_per_epoc
   }
   if (snapshots) {
     const auto t0 = Clock::now();
+    const double cpu0 = SnapshotWriter::thread_cpu_seconds();
     if (pos.global_step % config.snapshot_every == 0) take_snapshot();
     snapshots->progress();
     snapshot_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    snapshot_cpu_seconds += SnapshotWriter::thread_cpu_seconds() - cpu0;
   }
   log_step(r, lr, step_limit || pos.step_in_epoch == steps_per_epoch);
   maybe_record_resources();

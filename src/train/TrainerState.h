@@ -33,10 +33,11 @@ struct Trainer::State : TrainingRun {
   std::unique_ptr<ExactShardSum> shard_sum;  // --logical-shards: the exact gradient sum (else null)
 
   // RAM snapshots (--snapshot-every): where this run's go and --resume auto looks for them
-  // (rank 0's path), the writer (null when off), the main thread's seconds spent on them.
+  // (rank 0's path), the writer (null when off), the main thread's (wall) seconds on them.
   std::filesystem::path snapshot_root;
   std::unique_ptr<SnapshotWriter> snapshots;
   double snapshot_seconds = 0.0;
+  double snapshot_cpu_seconds = 0.0;  // the same, in the main thread's CPU time
   Json resumed_from;  // null, or what --resume continued from: kind, path, step, holder rank
 
   LoopPosition pos;   // where the run stands (restored from a checkpoint)

@@ -84,6 +84,7 @@ void Trainer::State::write_summary() {
     Json s = snapshots->stats_json();
     s.set("every", config.snapshot_every);
     s.set("step_path_s", snapshot_seconds);
+    s.set("step_path_cpu_s", snapshot_cpu_seconds);
     j.set("snapshots", std::move(s));
   }
   Json ranks = Json::array();
