@@ -302,8 +302,7 @@ void Commands::add_train_checkpoint_options(CLI::App& t) {
   t.add_option("--snapshot-every", c.snapshot_every,
                "Every N steps, the training state to each node's RAM and a copy to the next node's, off the "
                "step's path; kept (newest 2) when the run fails or is stopped, removed when it ends normally (0: off)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->capture_default_str();
   t.add_option("--snapshot-dir", c.snapshot_dir,
                "Where snapshots go on every node (default: /dev/shm/ringtrain-<run id>, the id from --run-dir's path)");
 }

@@ -19,7 +19,6 @@ on one host whose cores the ranks fill; with a spare core only the main thread's
   scripts/bench/snapshot_overhead.py --models lenet5,mlp --np 2 --every 10 --rounds 3
 """
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -28,6 +27,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "plot"))
+import rundata  # noqa: E402  (the one reader of ringtrain run directories)
 
 
 def parse_args(argv):
@@ -58,11 +59,11 @@ def run_once(args, model, every, run_dir):
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"snapshot_overhead.py: {' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    steps = [json.loads(line) for line in open(os.path.join(run_dir, "rank-0.jsonl"))
-             if '"type":"step"' in line]
+    run = rundata.Run(run_dir)
+    steps = run.of_type(0, "step")
     first = next(r for r in steps if r["step"] == args.warmup)
     last = steps[-1]
-    summary = json.load(open(os.path.join(run_dir, "summary.json")))
+    summary = run.summary_file
     snap = summary.get("snapshots")
     cost = ((snap["step_path_cpu_s"] / summary["steps"], snap["thread_cpu_s"] / summary["steps"])
             if snap else (0.0, 0.0))

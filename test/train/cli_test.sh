@@ -387,6 +387,10 @@ usage)
   [[ $code -eq 2 ]] || fail "--epochs -3: exit $code, expected 2"
   "$bin" train --no-such-flag > "$work/log" 2>&1; code=$?
   [[ $code -eq 2 ]] && grep -q "no-such-flag" "$work/log" || fail "unknown flag: exit $code"
+  "$bin" train --snapshot-every -1 --dataset synthetic --quiet > "$work/log" 2>&1; code=$?
+  expect_fail "$work/log" 2 "--snapshot-every must be >= 0" 1 $code
+  "$bin" train --snapshot-every 5 --mode async --dataset synthetic --quiet > "$work/log" 2>&1; code=$?
+  expect_fail "$work/log" 2 "--snapshot-every applies to --mode sync" 1 $code
   "$bin" train --model resnet999 --dataset synthetic --quiet > "$work/log" 2>&1; code=$?
   [[ $code -eq 2 ]] && grep -q "resnet999" "$work/log" || { cat "$work/log"; fail "unknown model: exit $code"; }
   "$bin" train --data-dir /nonexistent/data > "$work/log" 2>&1; code=$?
@@ -475,6 +479,7 @@ import json, sys
 a, c = (json.load(open(p)) for p in sys.argv[1:])
 for d in (a, c):
     d.pop("checkpoint_dir")
+    d.pop("snapshot_dir")  # /dev/shm/ringtrain-<run id>: the run directory's
 assert a == c, {k: (a.get(k), c.get(k)) for k in set(a) | set(c) if a.get(k) != c.get(k)}
 PY
   # The same keys (a value may be spelled anew: CLI11 stores --overlap on as 1).
