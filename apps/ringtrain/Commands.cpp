@@ -297,7 +297,15 @@ void Commands::add_train_checkpoint_options(CLI::App& t) {
       ->capture_default_str();
   t.add_option("--keep-checkpoints", c.keep_checkpoints, "Keep the newest K checkpoints (0: all)")
       ->capture_default_str();
-  t.add_option("--resume", c.resume, "Resume from a checkpoint file, or 'auto': the newest in --checkpoint-dir");
+  t.add_option("--resume", c.resume,
+               "Resume from a checkpoint file, or 'auto': the newest state in --checkpoint-dir or, when newer, "
+               "a RAM snapshot of this run on any node");
+  t.add_option("--snapshot-every", c.snapshot_every,
+               "Every N steps, the training state to each node's RAM and a copy to the next node's, off the "
+               "step's path; kept (newest 2) when the run fails or is stopped, removed when it ends normally (0: off)")
+      ->capture_default_str();
+  t.add_option("--snapshot-dir", c.snapshot_dir,
+               "Where snapshots go on every node (default: /dev/shm/ringtrain-<run id>, the id from --run-dir's path)");
 }
 
 void Commands::add_train_logging_options(CLI::App& t) {
@@ -417,7 +425,7 @@ int Commands::run_distributed(Communicator& comm) {
     config.rerun_config =
         "# The options of this run. Rerun it with: ringtrain train --config <this file> (options given on the\n"
         "# command line win over the file).\n" +
-        config_file_text(*train_, {"run-dir", "checkpoint-dir", "resume"});
+        config_file_text(*train_, {"run-dir", "checkpoint-dir", "resume", "snapshot-dir"});
     // A stopped, hung or unreachable peer would otherwise hold this rank inside MPI for
     // ever. The watchdog's thread cannot unwind the blocked one, so a timeout prints its
     // error and leaves at once with exit 1; mpirun then ends every other rank.
@@ -446,6 +454,8 @@ int Commands::run_distributed(Communicator& comm) {
       }
       return kExitStopped;
     }
+    // Ended normally: the RAM snapshots are no longer needed (a failure or a stop keeps them).
+    trainer.remove_snapshots();
     if (comm.rank() == 0 && !config.quiet) {
       fmt::print("done: {} epochs, {} steps, {:.1f}s, test accuracy {:.4f}, test loss {:.4f}{}; run dir {}\n"
                  "model: {} (ringtrain eval --checkpoint {})\n",

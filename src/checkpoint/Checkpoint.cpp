@@ -83,6 +83,12 @@ std::vector<float> floats_from(std::span<const std::byte> bytes, const std::stri
 }  // namespace
 
 std::vector<std::byte> Checkpoint::serialize(const CheckpointData& data) {
+  std::vector<std::byte> out;
+  serialize_into(data, out);
+  return out;
+}
+
+void Checkpoint::serialize_into(const CheckpointData& data, std::vector<std::byte>& out) {
   const std::string meta_text = data.meta.dump(2);
   const std::span<const std::byte> payloads[] = {
       std::as_bytes(std::span(meta_text.data(), meta_text.size())),
@@ -94,7 +100,7 @@ std::vector<std::byte> Checkpoint::serialize(const CheckpointData& data) {
 
   std::size_t total = kPreambleBytes + count * kEntryBytes + 4;
   for (const auto& p : payloads) total += p.size();
-  std::vector<std::byte> out(total);
+  out.resize(total);  // every byte is written below
   ByteWriter w(out);
 
   w.bytes(kMagic.data(), kMagic.size());
@@ -113,7 +119,6 @@ std::vector<std::byte> Checkpoint::serialize(const CheckpointData& data) {
   }
   w.put<std::uint32_t>(crc32_of(std::span(out).first(w.pos())));
   for (const auto& p : payloads) w.bytes(p.data(), p.size());
-  return out;
 }
 
 CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const std::string& source) {
@@ -181,7 +186,7 @@ CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const s
   return data;
 }
 
-std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const std::byte> bytes) {
+std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const std::byte> bytes, Durability durability) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   const std::filesystem::path tmp = path.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -204,7 +209,7 @@ std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) throw fail("fsync", errno);
+  if (durability == Durability::kFsync && ::fsync(fd) != 0) throw fail("fsync", errno);
   // close() reports deferred write errors on some filesystems (NFS): checked too.
   if (::close(fd) != 0) {
     const int err = errno;
@@ -218,6 +223,7 @@ std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const
         fmt::format("{}: cannot rename {} onto it: {}", path.string(), tmp.filename().string(), std::strerror(err)));
   }
   // The rename is durable only once the directory entry is.
+  if (durability == Durability::kRenameOnly) return bytes.size();
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {

@@ -30,12 +30,20 @@ class Checkpoint {
 
   // Serialises to the on-disk byte layout.
   static std::vector<std::byte> serialize(const CheckpointData& data);
+  // The same into `out`, resized: a buffer serialised into again keeps its memory (no
+  // allocation, no page faults: what a snapshot every few steps wants).
+  static void serialize_into(const CheckpointData& data, std::vector<std::byte>& out);
   // Parses and validates bytes; `source` names the file in errors. Throws
   // std::runtime_error "<source>: <section>: <problem>".
   static CheckpointData deserialize(std::span<const std::byte> bytes, const std::string& source);
 
-  // Atomic write: <path>.tmp, fsync, rename over path, fsync the directory. Returns bytes.
-  static std::size_t write(const std::filesystem::path& path, std::span<const std::byte> bytes);
+  // kFsync: survives a machine crash. kRenameOnly: for files in RAM (/dev/shm), which a
+  // crash loses anyway; still atomic for the processes that read it.
+  enum class Durability { kFsync, kRenameOnly };
+  // Atomic write: <path>.tmp, fsync, rename over path, fsync the directory (the fsyncs only
+  // with kFsync). Returns bytes.
+  static std::size_t write(const std::filesystem::path& path, std::span<const std::byte> bytes,
+                           Durability durability = Durability::kFsync);
   // Reads the whole file (throws naming the path if missing or unreadable).
   static std::vector<std::byte> read_file(const std::filesystem::path& path);
 

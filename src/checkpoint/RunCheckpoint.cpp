@@ -2,24 +2,71 @@
 #include "checkpoint/RunCheckpoint.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <fmt/format.h>
 
 #include "checkpoint/CheckpointIo.h"
+#include "checkpoint/SnapshotStore.h"
 #include "common/CollectiveError.h"
 #include "nn/Model.h"
 
 namespace ringtrain {
 
+namespace {
+
+// The newest complete snapshot any node's leader sees under root, if its step is above
+// `above`: read by the lowest rank holding it and broadcast to every rank.
+std::optional<ResumeCheckpoint> newest_snapshot_anywhere(Communicator& comm, const std::filesystem::path& root,
+                                                         std::int64_t above) {
+  const NodePlace place = comm.node_place();
+  std::optional<FoundSnapshot> mine;
+  if (!root.empty() && place.leader_of(place.node) == comm.rank()) {
+    mine = newest_complete_snapshot(root, [&](const std::string& why) {
+      fmt::print(stderr, "ringtrain: [rank {}] warning: skipping snapshot {}; trying the previous one\n", comm.rank(),
+                 why);
+      std::fflush(stderr);
+    });
+  }
+  // step + 1 (0: none) from every rank: the highest wins, the lowest rank holding it sends.
+  const std::vector<std::uint64_t> steps = comm.allgather(mine ? static_cast<std::uint64_t>(mine->file.step) + 1 : 0);
+  const auto best = std::max_element(steps.begin(), steps.end());
+  if (*best == 0 || static_cast<std::int64_t>(*best) - 1 <= above) return std::nullopt;
+  const int holder = static_cast<int>(best - steps.begin());
+  const bool held = comm.rank() == holder;
+  std::uint64_t size = held ? mine->bytes.size() : 0;
+  comm.broadcast(std::as_writable_bytes(std::span(&size, 1)), holder);
+  std::vector<std::byte> bytes = held ? std::move(mine->bytes) : std::vector<std::byte>(size);
+  comm.broadcast(std::span(bytes), holder);
+  const std::string path = broadcast_string(comm, held ? mine->file.path.string() : std::string(), holder);
+  return ResumeCheckpoint{Checkpoint::deserialize(bytes, path), path, "snapshot", holder};
+}
+
+// The step in a checkpoint's name (ckpt-<step>.rtck, as Checkpoint::latest_in found it).
+std::int64_t step_in_name(const std::filesystem::path& path) {
+  return std::stoll(path.filename().string().substr(5, 9));
+}
+
+}  // namespace
+
 std::optional<ResumeCheckpoint> load_resume_checkpoint(Communicator& comm, const std::string& resume,
-                                                     const std::filesystem::path& checkpoint_dir, const Model& model) {
+                                                     const std::filesystem::path& checkpoint_dir, const Model& model,
+                                                     const std::filesystem::path& snapshot_root) {
   if (resume.empty()) return std::nullopt;
   std::filesystem::path path = resume;
   if (resume == "auto") {
-    path = Checkpoint::latest_in(checkpoint_dir);
     // Rank 0's directory listing decides for everyone.
-    if (broadcast_string(comm, path.string(), 0).empty()) {
-      if (comm.rank() == 0) fmt::print("ringtrain: no checkpoint in {}; starting fresh\n", checkpoint_dir.string());
+    path = broadcast_string(comm, Checkpoint::latest_in(checkpoint_dir).string(), 0);
+    const std::int64_t checkpoint_step = path.empty() ? -1 : step_in_name(path);
+    if (auto snapshot = newest_snapshot_anywhere(comm, snapshot_root, checkpoint_step)) {
+      check_checkpoint_matches(snapshot->data, model, snapshot->path.string());
+      return snapshot;
+    }
+    if (path.empty()) {
+      if (comm.rank() == 0) {
+        fmt::print("ringtrain: no checkpoint in {}{}; starting fresh\n", checkpoint_dir.string(),
+                   snapshot_root.empty() ? std::string() : " and no snapshot in " + snapshot_root.string());
+      }
       return std::nullopt;
     }
   }

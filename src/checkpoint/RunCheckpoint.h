@@ -23,13 +23,20 @@ namespace ringtrain {
 class Model;
 
 // --resume: the checkpoint to continue from, read collectively and checked against the model;
-// nothing when --resume is empty, or "auto" and checkpoint_dir holds none.
+// nothing when --resume is empty, or "auto" and neither checkpoint_dir nor snapshot_root
+// holds one. With "auto" and a snapshot_root (SnapshotStore.h), each node's leader looks for
+// the newest complete snapshot it can see (skipping torn ones with a warning), the ranks
+// agree on the newest step anywhere, and the lowest rank holding it broadcasts it; it wins
+// over the newest checkpoint (rank 0's listing) when its step is higher.
 struct ResumeCheckpoint {
   CheckpointData data;
   std::filesystem::path path;
+  std::string kind = "checkpoint";  // or "snapshot"
+  int holder = 0;                   // the rank that read it
 };
 std::optional<ResumeCheckpoint> load_resume_checkpoint(Communicator& comm, const std::string& resume,
-                                                     const std::filesystem::path& checkpoint_dir, const Model& model);
+                                                     const std::filesystem::path& checkpoint_dir, const Model& model,
+                                                     const std::filesystem::path& snapshot_root = {});
 
 // Throws CollectiveError unless the checkpoint's optimizer is `name` with `state_size` floats.
 void check_checkpoint_optimizer(const CheckpointData& ck, const std::string& name, std::size_t state_size,

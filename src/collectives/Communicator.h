@@ -42,6 +42,16 @@ std::string_view compression_name(Compression compression);
 
 struct AllreduceCostModel;  // AllreduceCostModel.h
 
+// Where a rank sits among the nodes (MPI's locality, MPI_COMM_TYPE_SHARED, never host
+// names): its node's number, the node count, and every node's leader (its lowest rank),
+// indexed by node. Nodes are numbered in the order of their lowest rank.
+struct NodePlace {
+  int node = 0;
+  int nodes = 1;
+  std::vector<int> leaders{0};
+  int leader_of(int k) const { return leaders[static_cast<std::size_t>(k)]; }
+};
+
 // What an all-reduce of a given size runs as, and why: the algorithm, how it was chosen
 // (basis), and the cost model's predicted seconds of each algorithm it weighed (empty when
 // no prediction was made).
@@ -99,6 +109,8 @@ class Communicator {
   // Ranks that share memory with this one, itself included (MPI_COMM_TYPE_SHARED): MPI's
   // idea of a node, which host names are not (emulated nodes may all report one name).
   virtual int ranks_on_node() const { return 1; }
+  // This rank's node and the leaders of all nodes (one node led by this rank by default).
+  virtual NodePlace node_place() const { return NodePlace{0, 1, {rank()}}; }
   // "Open MPI v4.1.4" or "none (single process)".
   virtual std::string library_version() const = 0;
 

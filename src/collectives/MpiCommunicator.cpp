@@ -107,6 +107,12 @@ void MpiCommunicator::split_nodes(const MpiCommunicatorOptions& options) {
       MPI_Comm_split(comm_, node_rank < slices ? node_rank : MPI_UNDEFINED, node_index, &cross_comm_));
   if (cross_comm_ != MPI_COMM_NULL)
     RINGTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(cross_comm_, MPI_ERRORS_RETURN));
+  // Every node's leader is its first rank in ring order.
+  node_place_ = NodePlace{node_index, counts[0], std::vector<int>(static_cast<std::size_t>(counts[0]), -1)};
+  for (const int r : ring_order_) {
+    int& first = node_place_.leaders[static_cast<std::size_t>(node_of[static_cast<std::size_t>(r)])];
+    if (first < 0) first = r;
+  }
 }
 
 MpiCommunicator::~MpiCommunicator() {

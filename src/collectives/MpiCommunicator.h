@@ -63,6 +63,7 @@ class MpiCommunicator final : public Communicator {
 
   std::string host_name() const override;
   int ranks_on_node() const override { return node_size_; }
+  NodePlace node_place() const override { return node_place_; }
   std::string library_version() const override;
 
   const AllreduceTuning& allreduce_tuning() const { return tuning_; }
@@ -105,6 +106,7 @@ class MpiCommunicator final : public Communicator {
   int size_ = 1;
   int node_size_ = 1;  // ranks in node_comm_
   NodeLayout layout_;
+  NodePlace node_place_;
   AllreduceTuning tuning_;
   AllreduceCostModel cost_model_;
   std::vector<int> ring_order_;  // comm_ ranks node by node (ring_order())

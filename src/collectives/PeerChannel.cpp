@@ -88,4 +88,14 @@ void PeerChannel::receive(const Arrival& arrival, std::span<std::byte> data) {
   stats_.bytes_received += arrival.bytes;
 }
 
+MPI_Request PeerChannel::ireceive(const Arrival& arrival, std::span<std::byte> data) {
+  if (data.size() < arrival.bytes)
+    throw std::invalid_argument("PeerChannel::ireceive: buffer smaller than the message");
+  MPI_Request request = MPI_REQUEST_NULL;
+  RINGTRAIN_MPI_CHECK(MPI_Irecv(data.data(), checked_count(arrival.bytes), MPI_BYTE, arrival.source, arrival.tag,
+                                comm_, &request));
+  stats_.bytes_received += arrival.bytes;
+  return request;
+}
+
 }  // namespace ringtrain

@@ -50,6 +50,9 @@ class PeerChannel {
   std::optional<Arrival> probe();
   // Blocking receive of a message probe() reported (it is there: no wait).
   void receive(const Arrival& arrival, std::span<std::byte> data);
+  // Non-blocking receive of a message probe() reported, for one too large to take in one
+  // call without waiting for its sender (a rendezvous over TCP needs the sender in MPI).
+  MPI_Request ireceive(const Arrival& arrival, std::span<std::byte> data);
 
   // Sleeps as wait() does between polls, for event loops that poll several things:
   // idle_rounds = consecutive polls that found nothing.

@@ -53,6 +53,8 @@ void TrainConfig::validate() const {
   require(checkpoint_every >= 0, "--checkpoint-every must be >= 0");
   require(checkpoint_every_steps >= 0, "--checkpoint-every-steps must be >= 0");
   require(keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
+  require(snapshot_every >= 0, fmt::format("--snapshot-every must be >= 0 (0: off; got {})", snapshot_every));
+  require(snapshot_every == 0 || mode == "sync", "--snapshot-every applies to --mode sync");
   require(mode == "sync" || mode == "async", fmt::format("--mode must be sync or async (got '{}')", mode));
   require(threads >= 0, fmt::format("--threads must be >= 0 (0: automatic; got {})", threads));
   require(straggler_ms >= 0.0, fmt::format("--straggler-ms must be >= 0 (got {})", straggler_ms));
@@ -150,6 +152,8 @@ Json TrainConfig::to_json() const {
   j.set("checkpoint_every_steps", checkpoint_every_steps);
   j.set("keep_checkpoints", keep_checkpoints);
   j.set("resume", resume);
+  j.set("snapshot_every", snapshot_every);
+  j.set("snapshot_dir", snapshot_dir);
   return j;
 }
 
@@ -161,7 +165,7 @@ std::string TrainConfig::fingerprint_text() const {
   for (const auto& [key, value] : j.as_object()) {
     // Overlap changes when buckets travel, not which or in what order: ranks may differ.
     // The tuning file's path too: its contents are compared across ranks where it is read.
-    if (key == "data_dir" || key == "tuning" || key == "resume" || key == "log_every" || key == "overlap" || key == "tensorboard") {
+    if (key == "data_dir" || key == "snapshot_dir" || key == "tuning" || key == "resume" || key == "log_every" || key == "overlap" || key == "tensorboard") {
       continue;
     }
     kept.set(key, value);

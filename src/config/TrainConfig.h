@@ -82,6 +82,10 @@ struct TrainConfig {
   int keep_checkpoints = 3;          // 0 = keep all
   std::string resume;                // "", "auto" or a checkpoint path
 
+  // RAM snapshots (SnapshotWriter.h): every N steps to each node's RAM and the next node's; 0 = off.
+  std::int64_t snapshot_every = 0;
+  std::string snapshot_dir;          // empty: /dev/shm/ringtrain-<run id> (SnapshotStore.h)
+
   // Throws std::invalid_argument naming the flag for an inconsistent configuration.
   void validate() const;
   // Throws std::invalid_argument naming --batch-size or --eval-batch-size when one batch

@@ -11,6 +11,8 @@
 #include "collectives/AllreduceCostModel.h"
 #include "collectives/StallRecord.h"
 #include "common/CollectiveError.h"
+#include "checkpoint/CheckpointIo.h"
+#include "checkpoint/SnapshotStore.h"
 #include "run/Agreement.h"
 #include "run/Versions.h"
 #include "train/TrainerState.h"
@@ -21,6 +23,10 @@ Trainer::Trainer(TrainConfig config, Communicator& comm) : s_(std::make_unique<S
 Trainer::~Trainer() = default;
 
 const Model& Trainer::model() const { return async_ ? async_->model() : s_->model(); }
+
+void Trainer::remove_snapshots() {
+  if (!async_) s_->remove_snapshots();
+}
 
 TrainResult Trainer::run() {
   if (s_->config.mode == "async") {
@@ -53,6 +59,7 @@ TrainResult Trainer::State::train() {
     log->flush();
   }
   finish(pos.epoch, pos.global_step);
+  if (snapshots) snapshots->finish();
   flush_steps();
   write_summary();
   log->flush();
@@ -83,6 +90,14 @@ bool Trainer::State::train_one_step(TrainStep& step, std::int64_t steps_per_epoc
   if (checkpoint_due_after_step(pos.global_step)) {
     epoch_totals.seconds = epoch_seconds();
     r.times.checkpoint = checkpoint_now();
+  }
+  if (snapshots) {
+    const auto t0 = Clock::now();
+    const double cpu0 = SnapshotWriter::thread_cpu_seconds();
+    if (pos.global_step % config.snapshot_every == 0) take_snapshot();
+    snapshots->progress();
+    snapshot_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    snapshot_cpu_seconds += SnapshotWriter::thread_cpu_seconds() - cpu0;
   }
   log_step(r, lr, step_limit || pos.step_in_epoch == steps_per_epoch);
   note_first_step(pos.global_step);
@@ -234,12 +249,19 @@ void Trainer::State::setup() {
   }
   agree_on_start();
   choose_run_dir("");
+  // The default is rank 0's (it names the run); a --snapshot-dir is each node's own path, as
+  // --data-dir is (each node has its own RAM, and tests give each emulated node its own).
+  snapshot_root = config.snapshot_dir.empty() ? std::filesystem::path(broadcast_string(
+                                                    comm, default_snapshot_root(run_dir).string(), 0))
+                                              : std::filesystem::path(config.snapshot_dir);
   maybe_resume();
   Json j = base_config_json();
   j.set("global_batch_size", global_batch());
   j.set("buckets", sync->buckets().size());
   j.set("overlap_active", overlap);
+  j.set("snapshot_dir", snapshot_root.string());
   open_logs(/*append=*/pos.global_step > 0, config.tensorboard, j);
+  setup_snapshots();
 }
 
 void Trainer::State::gather_model() {

@@ -25,6 +25,10 @@ class Trainer {
   // that step's update together and rank 0 checkpoints the last completed step.
   TrainResult run();
 
+  // Collective, after a run that ended normally: deletes the run's RAM snapshots on every
+  // node (a run that fails or is stopped by a signal keeps them for --resume auto).
+  void remove_snapshots();
+
   // The model after run() (tests compare parameters across runs).
   const Model& model() const;
 

@@ -1,19 +1,36 @@
 // Checkpoints of a synchronous run: rank 0 saves the flat buffers and the loop's position;
 // every rank restores them on --resume (rank 0 reads, then broadcasts).
 #include <algorithm>
+#include <cstdio>
+#include <system_error>
 
 #include <fmt/format.h>
 
 #include "checkpoint/RunCheckpoint.h"
+#include "checkpoint/SnapshotStore.h"
 #include "train/TrainerState.h"
 
 namespace ringtrain {
+namespace {
+
+// Snapshots kept per directory: the newest may be the one being written when a node fails.
+constexpr int kKeepSnapshots = 2;
+
+}  // namespace
 
 void Trainer::State::maybe_resume() {
-  std::optional<ResumeCheckpoint> resume = load_resume_checkpoint(comm, config.resume, checkpoint_dir, *model_);
+  std::optional<ResumeCheckpoint> resume =
+      load_resume_checkpoint(comm, config.resume, checkpoint_dir, *model_, snapshot_root);
   if (!resume) return;
   const CheckpointData& ck = resume->data;
-  const std::string path = resume->path.string();
+  // "snapshot /dev/shm/.../snap-000000020.rtck (read by rank 1)" or "checkpoint <path>".
+  const std::string path = resume->kind == "snapshot" ? fmt::format("snapshot {} (read by rank {})",
+                                                                    resume->path.string(), resume->holder)
+                                                      : resume->path.string();
+  resumed_from = Json(Json::Object{{"kind", resume->kind},
+                                   {"path", resume->path.string()},
+                                   {"step", ck.meta.at("global_step").as_int()},
+                                   {"holder_rank", resume->holder}});
   restore_model(ck, *model_);
   const auto state = optimizer->state();
   check_checkpoint_optimizer(ck, optimizer->name(), state.size(), path);
@@ -44,6 +61,63 @@ void Trainer::State::maybe_resume() {
     pos.step_in_epoch = 0;
   }
   if (root()) fmt::print("ringtrain: resume: {}\n", path);
+}
+
+void Trainer::State::setup_snapshots() {
+  // Snapshots past where this run starts belong to another history (a fresh run in the
+  // directory of one that failed, or the torn ones a resume skipped): gone before this run
+  // writes any, or they would outrank its own in pruning and in the next --resume auto.
+  const NodePlace place = comm.node_place();
+  if (place.leader_of(place.node) == rank) {
+    for (const SnapshotFile& f : list_snapshots(snapshot_root)) {
+      std::error_code ec;
+      if (f.step > pos.global_step) std::filesystem::remove(f.path, ec);
+    }
+  }
+  comm.barrier();
+  if (config.snapshot_every == 0) return;
+  const int r = rank;
+  snapshots = std::make_unique<SnapshotWriter>(comm, snapshot_root, kKeepSnapshots, [r](const std::string& message) {
+    fmt::print(stderr, "ringtrain: [rank {}] warning: {}\n", r, message);
+    std::fflush(stderr);
+  });
+  if (resumed_from.is_object()) record_event("resumed from " + resumed_from.at("kind").as_string() + " " +
+                                             resumed_from.at("path").as_string());
+}
+
+void Trainer::State::take_snapshot() {
+  // What a checkpoint of this step would hold: without logical shards the ranks' buffers
+  // differ, and a checkpoint holds their mean. Averaged in a copy, so that training goes on
+  // exactly as without snapshots.
+  std::span<const float> buffers = model_->buffers();
+  std::vector<float> mean_buffers;
+  if (config.logical_shards == 0 && world > 1 && !buffers.empty()) {
+    mean_buffers.assign(buffers.begin(), buffers.end());
+    comm.allreduce(mean_buffers, AllreduceAlgo::kMpi, /*mean=*/true);
+    buffers = mean_buffers;
+  }
+  if (!snapshots->leader()) return;
+  EpochTotals totals = epoch_totals;
+  totals.seconds = epoch_seconds();
+  Json meta = checkpoint_meta(config, *model_, world,
+                              {pos, totals, elapsed(), optimizer->name(), optimizer->steps_taken(),
+                               schedule->lr(static_cast<double>(pos.epoch)), last_test_accuracy});
+  if (!snapshots->take(pos.global_step, model_->params(), buffers, optimizer->state(), std::move(meta))) {
+    record_event(fmt::format("snapshot at step {} skipped: the previous one is still being written", pos.global_step));
+  }
+}
+
+void Trainer::State::remove_snapshots() {
+  if (snapshot_root.empty()) return;
+  snapshots.reset();  // its thread and channel first (finish() has delivered everything)
+  comm.barrier();     // no node still writing a copy into the directory
+  const NodePlace place = comm.node_place();
+  if (place.leader_of(place.node) != rank) return;
+  const std::string why = remove_snapshot_root(snapshot_root);
+  if (!why.empty()) {
+    fmt::print(stderr, "ringtrain: [rank {}] warning: snapshots not removed: {}\n", rank, why);
+    std::fflush(stderr);
+  }
 }
 
 TrainingRun::LoopCheckpoint Trainer::State::checkpoint_data() {

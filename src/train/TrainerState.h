@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "checkpoint/SnapshotWriter.h"
 #include "optim/Optimizer.h"
 #include "overlap/ExactShardSum.h"
 #include "overlap/GradientSync.h"
@@ -29,6 +31,14 @@ struct Trainer::State : TrainingRun {
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<GradientSync> sync;
   std::unique_ptr<ExactShardSum> shard_sum;  // --logical-shards: the exact gradient sum (else null)
+
+  // RAM snapshots (--snapshot-every): where this run's go and --resume auto looks for them
+  // (rank 0's path), the writer (null when off), the main thread's (wall) seconds on them.
+  std::filesystem::path snapshot_root;
+  std::unique_ptr<SnapshotWriter> snapshots;
+  double snapshot_seconds = 0.0;
+  double snapshot_cpu_seconds = 0.0;  // the same, in the main thread's CPU time
+  Json resumed_from;  // null, or what --resume continued from: kind, path, step, holder rank
 
   LoopPosition pos;   // where the run stands (restored from a checkpoint)
   PhaseTimes totals;  // every step's phases (checkpoints and evaluations: TrainingRun's counters)
@@ -58,6 +68,11 @@ struct Trainer::State : TrainingRun {
   // Samples per optimizer step over all ranks.
   int global_batch() const;
   void maybe_resume();
+  // Snapshots (TrainerCheckpoint.cpp): the root and writer; one at pos (collective);
+  // removing the run's snapshots on every node (collective).
+  void setup_snapshots();
+  void take_snapshot();
+  void remove_snapshots();
   TrainResult train();
 
   // The loop's parts (Trainer.cpp).

@@ -83,6 +83,14 @@ void Trainer::State::write_summary() {
   j.set("tuning", config.tuning.empty() ? std::string("built-in") : config.tuning);
   j.set("allreduce_plan", plan_json());
   if (config.logical_shards > 0) j.set("logical_shards", config.logical_shards);
+  j.set("resumed_from", resumed_from);
+  if (snapshots) {
+    Json s = snapshots->stats_json();
+    s.set("every", config.snapshot_every);
+    s.set("step_path_s", snapshot_seconds);
+    s.set("step_path_cpu_s", snapshot_cpu_seconds);
+    j.set("snapshots", std::move(s));
+  }
   Json ranks = Json::array();
   for (int r = 0; r < world; ++r) {
     const double* row = all.data() + kCommonRowWidth * static_cast<std::size_t>(r);

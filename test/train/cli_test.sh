@@ -387,6 +387,10 @@ usage)
   [[ $code -eq 2 ]] || fail "--epochs -3: exit $code, expected 2"
   "$bin" train --no-such-flag > "$work/log" 2>&1; code=$?
   [[ $code -eq 2 ]] && grep -q "no-such-flag" "$work/log" || fail "unknown flag: exit $code"
+  "$bin" train --snapshot-every -1 --dataset synthetic --quiet > "$work/log" 2>&1; code=$?
+  expect_fail "$work/log" 2 "--snapshot-every must be >= 0" 1 $code
+  "$bin" train --snapshot-every 5 --mode async --dataset synthetic --quiet > "$work/log" 2>&1; code=$?
+  expect_fail "$work/log" 2 "--snapshot-every applies to --mode sync" 1 $code
   "$bin" train --model resnet999 --dataset synthetic --quiet > "$work/log" 2>&1; code=$?
   [[ $code -eq 2 ]] && grep -q "resnet999" "$work/log" || { cat "$work/log"; fail "unknown model: exit $code"; }
   "$bin" train --data-dir /nonexistent/data > "$work/log" 2>&1; code=$?
@@ -475,6 +479,7 @@ import json, sys
 a, c = (json.load(open(p)) for p in sys.argv[1:])
 for d in (a, c):
     d.pop("checkpoint_dir")
+    d.pop("snapshot_dir")  # /dev/shm/ringtrain-<run id>: the run directory's
 assert a == c, {k: (a.get(k), c.get(k)) for k in set(a) | set(c) if a.get(k) != c.get(k)}
 PY
   # The same keys (a value may be spelled anew: CLI11 stores --overlap on as 1).
@@ -744,6 +749,46 @@ logical_shards)
   expect_fail "$work/log" 2 "--logical-shards runs each rank's shards through the accumulation path" 1 $code
   "$bin" train "${data[@]}" --logical-shards 4 --global-batch-size 30 > "$work/log" 2>&1; code=$?
   expect_fail "$work/log" 2 "--global-batch-size 30 is not divisible by --logical-shards 4" 1 $code
+  ;;
+snapshots)
+  # --snapshot-every: removed from RAM when the run ends normally (the default directory under
+  # /dev/shm, named in summary.json); kept when a rank is killed (SIGKILL), and then
+  # `--resume auto` with the same --run-dir (what run.sh --elastic relaunches) continues from
+  # the newest complete one, skipping a torn newest one with a warning, to the same final
+  # parameters as an uninterrupted run (logical shards).
+  snap=(--logical-shards 2 --batch-size 4 --threads 1 --lr-schedule constant --eval-every 0 --no-tensorboard)
+  # The reference, uninterrupted, with snapshots in the default directory.
+  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" "${snap[@]}" --max-steps 40 --snapshot-every 4 \
+    --run-dir "$work/ref" > "$work/ref.log" 2>&1 || { cat "$work/ref.log" >&2; fail "run with snapshots failed"; }
+  dir=$($py -c 'import json,sys; s=json.load(open(sys.argv[1]))["snapshots"]; assert s["written"] >= 1, s; print(s["dir"])' \
+    "$work/ref/summary.json") || fail "summary.json: no snapshot written"
+  [[ $dir == /dev/shm/ringtrain-ref-* ]] || fail "default snapshot dir is $dir"
+  [[ ! -e $dir ]] || fail "snapshots in $dir not removed at the normal end"
+  # Killed mid-run: rank 1 (the straggler, 50 ms per step) by SIGKILL once two snapshots exist.
+  run=("$bin" train "${data[@]}" "${snap[@]}" --max-steps 40 --snapshot-every 5 --snapshot-dir "$work/ram"
+       --run-dir "$work/k")
+  "${mpi[@]}" -np 2 "${run[@]}" --straggler-ms 50 > "$work/k.log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 1 300); do
+    sleep 0.05
+    (( $(ls "$work"/ram/node-0-of-1/snap-*.rtck 2>/dev/null | wc -l) >= 2 )) && break
+  done
+  pid=$(rank_pid $launcher 1) || { cat "$work/k.log" >&2; fail "no rank to kill"; }
+  kill -KILL "$pid"
+  wait $launcher && fail "mpirun exited 0 after a rank was killed"
+  newest=$(ls "$work"/ram/node-0-of-1/snap-*.rtck | tail -1)
+  [[ -n $newest ]] || fail "no snapshot kept after the failure"
+  [[ $(basename "$newest") != snap-000000040.rtck ]] || fail "the run finished before the kill"
+  head -c 1000 "$newest" > "$work/torn" && mv "$work/torn" "$newest"
+  "${mpi[@]}" -np 2 "${run[@]}" --resume auto > "$work/r.log" 2>&1 || { cat "$work/r.log" >&2; fail "resume failed"; }
+  grep -q "warning: skipping snapshot $newest: .*truncated.*; trying the previous one" "$work/r.log" \
+    || { cat "$work/r.log" >&2; fail "no warning for the torn snapshot"; }
+  grep -q "resumed from snapshot $work/ram/node-0-of-1/snap-" "$work/r.log" || { cat "$work/r.log" >&2; fail "not resumed from a snapshot"; }
+  $py -c 'import json,sys; r=json.load(open(sys.argv[1]))["resumed_from"]; assert r["kind"] == "snapshot" and r["path"] != sys.argv[2], r' \
+    "$work/k/summary.json" "$newest" || fail "summary.json: resumed_from is not the previous snapshot"
+  [[ $(params_crc "$work/k/model.rtck") == $(params_crc "$work/ref/model.rtck") ]] \
+    || fail "parameters resumed from the snapshot differ from the uninterrupted run"
+  [[ ! -e $work/ram ]] || fail "snapshots not removed after the resumed run ended"
   ;;
 *)
   fail "unknown case $case_name"

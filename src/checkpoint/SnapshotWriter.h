@@ -1,0 +1,122 @@
+// RAM snapshots of a synchronous run (--snapshot-every K, issue 23): every K steps each
+// node's leader copies the training state at the step boundary and a thread of its own
+// serialises it (the checkpoint format, CRC32s) into its node's snapshot directory
+// (SnapshotStore.h), keeping the newest two; the same bytes go to the next node's leader
+// (node order, wrapping), which keeps them as that node's copy. The parameters are
+// replicated, so one writer per node is enough.
+//
+// Off the step's critical path: the step pays for one copy of the state; serialising,
+// checksumming and writing run on the snapshot thread, which never calls MPI. The copy to
+// the next node travels on a PeerChannel (its own communicator: its messages never match
+// the all-reduce's) with non-blocking sends and receives that the main thread posts and
+// tests at step boundaries, where the communication thread is idle (MPI_THREAD_SERIALIZED
+// allows one thread in MPI at a time); MPI moves the bytes during the next steps' calls.
+// Nothing waits on a snapshot before finish().
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "checkpoint/Checkpoint.h"
+#include "collectives/Communicator.h"
+#include "collectives/Mpi.h"
+#include "common/Json.h"
+
+namespace ringtrain {
+
+class PeerChannel;
+
+class SnapshotWriter {
+ public:
+  struct Stats {
+    std::int64_t written = 0;        // own snapshots complete on this node
+    std::int64_t skipped = 0;        // due while the previous one was still being written
+    std::int64_t failed = 0;         // own or received copies not written (the previous ones stay)
+    std::int64_t sent = 0;           // copies sent to the next node
+    std::int64_t received = 0;       // copies from the previous node written here
+    std::int64_t bytes = 0;          // size of the last snapshot
+    double thread_cpu_seconds = 0.0;  // CPU time of the snapshot thread (serialise, CRC, write)
+  };
+
+  // Collective over comm (the peer channel is a communicator of its own). `warn` prints a
+  // warning line (a snapshot not written, from the snapshot thread too).
+  SnapshotWriter(Communicator& comm, std::filesystem::path root, int keep,
+                 std::function<void(const std::string&)> warn);
+  // Joins the snapshot thread; never waits on MPI (after an error the peers may be gone).
+  ~SnapshotWriter();
+  SnapshotWriter(const SnapshotWriter&) = delete;
+  SnapshotWriter& operator=(const SnapshotWriter&) = delete;
+
+  // Whether this rank writes its node's snapshots.
+  bool leader() const noexcept { return leader_; }
+  const std::filesystem::path& root() const noexcept { return root_; }
+  std::filesystem::path own_dir() const;
+
+  // Node leaders, at a step boundary: copies the state for the snapshot thread. False (and
+  // nothing copied) while the previous snapshot is still being written: this one is skipped.
+  bool take(std::int64_t step, std::span<const float> params, std::span<const float> buffers,
+            std::span<const float> optimizer_state, Json meta);
+  // Every rank, every step boundary (cheap: a test or probe): moves the copies along.
+  void progress();
+  // Collective, at the end of the run: every snapshot written, every copy delivered and
+  // written on the next node.
+  void finish();
+
+  Stats stats() const;
+  // CPU seconds of the calling thread (CLOCK_THREAD_CPUTIME_ID): a cost that a loaded
+  // machine's preemptions do not inflate as they do wall time.
+  static double thread_cpu_seconds() noexcept;
+  Json stats_json() const;
+
+ private:
+  void post(std::function<void()> task);
+  void loop();
+  void wait_idle();
+  void write_own(std::int64_t step);
+  void progress_send();
+  void progress_receive();
+
+  Communicator& comm_;
+  std::filesystem::path root_;
+  int keep_ = 2;
+  std::function<void(const std::string&)> warn_;
+  NodePlace place_;
+  bool leader_ = false;
+  std::unique_ptr<PeerChannel> peer_;  // with more than one node
+  bool exchanges_ = false;             // a leader with a next node: sends and receives copies
+  int next_leader_ = -1;
+
+  // The snapshot thread's queue.
+  mutable std::mutex mutex_;
+  std::condition_variable work_;
+  std::condition_variable idle_;
+  std::deque<std::function<void()>> tasks_;
+  int pending_ = 0;
+  bool stopping_ = false;
+  bool writing_ = false;            // the own snapshot in slot_ is not written yet
+  CheckpointData slot_;             // the state taken at the step boundary
+  std::vector<std::byte> image_;    // slot_ serialised (the snapshot thread's)
+  std::vector<std::byte> outgoing_;  // serialised, waiting to be sent (newest only)
+  Stats stats_;
+
+  // Main thread only.
+  std::vector<std::byte> sending_;
+  MPI_Request send_request_ = MPI_REQUEST_NULL;
+  std::vector<std::byte> receiving_;
+  MPI_Request receive_request_ = MPI_REQUEST_NULL;
+  bool end_sent_ = false;
+  bool end_received_ = false;
+
+  std::thread thread_;  // last: started once the state above exists
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,171 @@
+// --snapshot-every (issue 23) at np 3 with every rank its own node (node_group_size 1, as
+// emulated nodes are) and its own snapshot directory (its own "RAM"): snapshots every K steps, the newest two per directory, each node's
+// own and the copy it got from the previous node, all complete (every CRC right); a run
+// resumed with --resume auto from them ends with the same bits as an uninterrupted run
+// (logical shards), also when only one node's copy of another node's snapshot survives
+// (read by that rank and broadcast), and a torn or corrupt newest snapshot is skipped for
+// the previous one. OMP_NUM_THREADS=1 and --threads 1: comparable bits.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "checkpoint/Checkpoint.h"
+#include "checkpoint/SnapshotStore.h"
+#include "collectives/MpiCommunicator.h"
+#include "common/Json.h"
+#include "support/mpi_test_util.h"
+#include "support/trainer_test_util.h"
+#include "train/Trainer.h"
+
+using namespace ringtrain;
+using ringtrain::test::all_ranks;
+using ringtrain::test::job_dir;
+using ringtrain::test::world_rank;
+using ringtrain::test::world_size;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Rank r's stand-in for its node's /dev/shm.
+fs::path ram(int r) { return job_dir() / fmt::format("ram-{}", r); }
+
+// lenet5, 6 logical shards of batch 2 (two per rank at np 3), 10 steps per epoch.
+TrainConfig snap_config(std::int64_t steps) {
+  TrainConfig c = ringtrain::test::small_config("snapshots", 2);
+  c.data.synthetic_train = 120;
+  c.data.synthetic_test = 30;
+  c.logical_shards = 6;
+  c.max_steps = steps;
+  c.threads = 1;
+  c.tensorboard = false;
+  c.schedule.base_lr = 0.01;
+  c.snapshot_dir = ram(world_rank()).string();
+  return c;
+}
+
+// Trains c with each rank its own node; returns the final parameters.
+std::vector<float> train(const TrainConfig& c) {
+  MpiCommunicatorOptions options;
+  options.node_group_size = 1;
+  MpiCommunicator comm(MPI_COMM_WORLD, options);
+  Trainer t(c, comm);
+  t.run();
+  return ringtrain::test::copy_params(t);
+}
+
+// Resumes the run of snap_config() to step 20 from what --resume auto finds (no checkpoint
+// directory holds anything); returns its parameters and summary.json's resumed_from.
+std::vector<float> resume(Json* resumed_from) {
+  TrainConfig c = snap_config(20);
+  c.resume = "auto";
+  c.checkpoint_dir = (job_dir() / "no-checkpoints").string();
+  std::vector<float> params = train(c);
+  // Rank 0's summary, once it is written.
+  std::string text;
+  if (world_rank() == 0) {
+    std::ifstream in(fs::path(c.run_dir) / "summary.json");
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  unsigned long n = text.size();
+  MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG, 0, MPI_COMM_WORLD);
+  text.resize(n);
+  MPI_Bcast(text.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
+  *resumed_from = Json::parse(text).at("resumed_from");
+  return params;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && !a.empty() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file()) names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Rank 0 changes the files, then every rank goes on.
+template <typename F>
+void on_rank0(F&& f) {
+  if (world_rank() == 0) f();
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+}  // namespace
+
+TEST_CASE("snapshots: every K steps on each node and the next, resume bit-identical", "[snapshot]") {
+  REQUIRE(world_size() == 3);
+  const std::vector<float> reference = train(snap_config(20));  // uninterrupted, no snapshots
+
+  TrainConfig c = snap_config(17);
+  c.snapshot_every = 5;  // at steps 5, 10, 15: the newest two stay
+  train(c);
+  // Each node holds its own snapshots and the previous node's copies.
+  const int k = world_rank();
+  const fs::path own = snapshot_node_dir(ram(k), k, 3);
+  const fs::path copy = snapshot_peer_dir(own, (k + 2) % 3);
+  const std::vector<std::string> want{"snap-000000010.rtck", "snap-000000015.rtck"};
+  CHECK(names_in(own) == want);
+  CHECK(names_in(copy) == want);
+  bool ok = names_in(own) == want && names_in(copy) == want;
+  for (const auto& dir : {own, copy}) {
+    if (!ok) break;
+    const auto data = Checkpoint::deserialize(Checkpoint::read_file(dir / want[1]), want[1]);
+    ok = data.meta.at("global_step").as_int() == 15;
+  }
+  // The copy is the sender's own file, byte for byte.
+  const fs::path sender = snapshot_node_dir(ram((k + 2) % 3), (k + 2) % 3, 3) / want[1];
+  ok = ok && Checkpoint::read_file(copy / want[1]) == Checkpoint::read_file(sender);
+  REQUIRE(all_ranks(ok));
+
+  Json from;
+  const std::vector<float> resumed = resume(&from);
+  CHECK(all_ranks(same_bits(resumed, reference)));
+  CHECK(from.at("kind").as_string() == "snapshot");
+  CHECK(from.at("step").as_int() == 15);
+
+  // Node 1 lost and node 2's own copy gone: only node 2's copy of node 1's snapshot is
+  // left, which rank 2 reads and sends to the others.
+  on_rank0([&] {
+    fs::remove_all(ram(0));
+    fs::remove_all(ram(1));
+    for (const auto& name : names_in(snapshot_node_dir(ram(2), 2, 3))) fs::remove(snapshot_node_dir(ram(2), 2, 3) / name);
+  });
+  const fs::path survivor = snapshot_peer_dir(snapshot_node_dir(ram(2), 2, 3), 1);
+  const std::vector<float> from_copy = resume(&from);
+  CHECK(all_ranks(same_bits(from_copy, reference)));
+  CHECK(from.at("step").as_int() == 15);
+  CHECK(from.at("holder_rank").as_int() == 2);
+  CHECK(from.at("path").as_string() == (survivor / "snap-000000015.rtck").string());
+
+  // The newest one torn (cut in half), then corrupt (one byte flipped): step 10 instead.
+  const fs::path newest = survivor / "snap-000000015.rtck";
+  const std::vector<std::byte> whole = Checkpoint::read_file(newest);
+  for (const char* damage : {"truncated", "flipped"}) {
+    on_rank0([&] {
+      std::vector<std::byte> bytes = whole;
+      if (std::string(damage) == "truncated") {
+        bytes.resize(bytes.size() / 2);
+      } else {
+        bytes[bytes.size() - 100] ^= std::byte{0xff};
+      }
+      std::ofstream(newest, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                    static_cast<std::streamsize>(bytes.size()));
+    });
+    const std::vector<float> from_older = resume(&from);
+    INFO(damage);
+    CHECK(all_ranks(same_bits(from_older, reference)));
+    CHECK(from.at("step").as_int() == 10);
+  }
+}
