@@ -2,7 +2,8 @@
 # End-to-end elastic kill test on emulated nodes (cluster.sh: network namespaces, root):
 # lenet5 with --logical-shards 6 under `run.sh --elastic --min-np 2 --max-np 3` on 3 nodes x
 # 1 rank; mid-epoch every process of node 1 gets SIGKILL and the node stops answering
-# (cluster.sh fail-node); the job must finish by itself on the 2 others, with parameters,
+# (cluster.sh fail-node); the job must finish by itself on the 2 others, resumed from a RAM
+# snapshot (--snapshot-every), with parameters,
 # buffers and optimizer state bit-identical to an uninterrupted 1-rank run with S = 6, and
 # membership.jsonl / summary.json must say so. Skips (exit 77) where namespaces are not allowed.
 #   usage: test_elastic_cluster.sh RINGTRAIN_BINARY
@@ -27,10 +28,11 @@ done
 trap '"$cluster" down >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 "$cluster" up --nodes 3 >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; skip "cluster.sh up failed (see above)"; }
 
-# 100 steps of 6 shards x batch 4 in one epoch, a checkpoint every 10, every step logged.
+# 100 steps of 6 shards x batch 4 in one epoch, a RAM snapshot every 10 (no checkpoints: the
+# relaunch must resume from a snapshot), every step logged.
 train=(train --model lenet5 --dataset synthetic --synthetic-shape 1x28x28 --synthetic-train 2400
   --synthetic-test 48 --epochs 1 --batch-size 4 --logical-shards 6 --threads 1 --eval-every 0
-  --no-tensorboard --quiet --checkpoint-every-steps 10 --log-every 1 --progress plain)
+  --no-tensorboard --quiet --snapshot-every 10 --log-every 1 --progress plain)
 run=$tmp/elastic
 "$cluster" run --nodes 3 --elastic --min-np 2 --max-np 3 --bin "$bin" -- "${train[@]}" --run-dir "$run" \
   >"$tmp/elastic.out" 2>"$tmp/elastic.err" &
@@ -81,7 +83,10 @@ r = [x for x in m if x["type"] == "restart"]
 ok = (len(r) == 1 and r[0]["hosts_out"] == ["rt%s-node1" % os.environ["RINGTRAIN_CLUSTER_ID"]]
       and r[0]["np_before"] == 3 and r[0]["np_after"] == 2 and r[0]["resumed_from_step"] >= 20
       and 0 <= r[0]["steps_replayed"] <= 10 and r[0]["seconds_lost"] > 0
-      and s["world_size"] == 2 and s["membership"]["restarts"] == 1 and s["membership"]["np_final"] == 2)
+      and s["world_size"] == 2 and s["membership"]["restarts"] == 1 and s["membership"]["np_final"] == 2
+      and s.get("resumed_from", {}).get("kind") == "snapshot"
+      and s["resumed_from"]["step"] == r[0]["resumed_from_step"])
+print("resumed from:", json.dumps(s.get("resumed_from")))
 print("restart:", json.dumps(r[0] if r else None))
 sys.exit(0 if ok else 1)
 PY
