@@ -57,6 +57,9 @@ struct Model::Impl {
   Plan* last = nullptr;  // plan of the last forward
   bool can_backward = false;
   Precision precision = Precision::kFp32;
+  // Whether the parameters may have changed (ParamsSpan, init()): the layers' weight copies
+  // (bf16, blocked layouts) are converted once per change.
+  ParamsVersion params_version;
 
   Plan& plan_for(int n, Phase phase);
 };
@@ -172,7 +175,7 @@ Model::Model(const std::string& name, ImageShape input, int classes) : impl_(std
     }
   }
   for (std::size_t i = 0; i < m.layers.size(); ++i) {
-    m.layers[i]->bind_params(std::move(layer_params[i]), std::move(layer_grads[i]));
+    m.layers[i]->bind_params(std::move(layer_params[i]), std::move(layer_grads[i]), &m.params_version);
     m.layers[i]->bind_buffers(m.buffers.data() + buffer_offset);
     buffer_offset += m.layers[i]->num_buffers();
   }
@@ -211,6 +214,7 @@ void Model::init(std::uint64_t seed) {
     }
   }
   for (auto& layer : m.layers) layer->reset_buffers();
+  ++m.params_version.value;
 }
 
 void Model::set_precision(Precision precision) {
@@ -227,7 +231,7 @@ Precision Model::precision() const noexcept { return impl_->precision; }
 const std::string& Model::name() const noexcept { return impl_->name; }
 ImageShape Model::input_shape() const noexcept { return impl_->input; }
 int Model::classes() const noexcept { return impl_->classes; }
-std::span<float> Model::params() noexcept { return impl_->params.span(); }
+ParamsSpan Model::params() noexcept { return {impl_->params.span(), impl_->params_version}; }
 std::span<float> Model::grads() noexcept { return impl_->grads.span(); }
 std::span<float> Model::buffers() noexcept { return impl_->buffers.span(); }
 std::span<const float> Model::params() const noexcept { return impl_->params.span(); }
