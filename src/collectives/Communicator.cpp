@@ -40,27 +40,6 @@ std::string_view allreduce_algo_name(AllreduceAlgo algo) {
                               std::to_string(static_cast<int>(algo)));
 }
 
-Compression parse_compression(std::string_view name) {
-  if (name == "none") return Compression::kNone;
-  if (name == "bf16") return Compression::kBf16;
-  if (name == "fp16") return Compression::kFp16;
-  throw std::invalid_argument("unknown compression '" + std::string(name) +
-                              "' (expected none, bf16 or fp16)");
-}
-
-std::string_view compression_name(Compression compression) {
-  switch (compression) {
-    case Compression::kNone:
-      return "none";
-    case Compression::kBf16:
-      return "bf16";
-    case Compression::kFp16:
-      return "fp16";
-  }
-  throw std::invalid_argument("invalid Compression value " +
-                              std::to_string(static_cast<int>(compression)));
-}
-
 void Communicator::allreduce(std::span<float> data, AllreduceAlgo algo, bool mean,
                              Compression compression) {
   // Validate the enums on every path, the one-rank one included, so a bad value is

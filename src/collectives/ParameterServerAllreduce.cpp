@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "collectives/Fp16Range.h"
-#include "collectives/HalfConvert.h"
 #include "collectives/MpiCheck.h"
 #include "collectives/MpiWait.h"
 #include "collectives/ReduceKernels.h"
+#include "common/HalfConvert.h"
 
 namespace ringtrain {
 namespace {

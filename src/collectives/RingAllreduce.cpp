@@ -33,10 +33,10 @@
 
 #include "collectives/EvenPartition.h"
 #include "collectives/Fp16Range.h"
-#include "collectives/HalfConvert.h"
 #include "collectives/MpiCheck.h"
 #include "collectives/MpiWait.h"
 #include "collectives/ReduceKernels.h"
+#include "common/HalfConvert.h"
 
 namespace ringtrain {
 namespace {

@@ -1,10 +1,11 @@
 // Conv2d on oneDNN: forward_training/inference, backward_data, backward_weights.
 //
 // The arena keeps the user-visible weights plain (O, I, KH, KW); oneDNN may pick blocked
-// weights (e.g. OIhw16i16o on AVX-512), so each forward reorders arena -> blocked and each
-// backward reorders the blocked diff_weights back into the plain gradient arena. In bf16
-// the forward reorder also converts the fp32 master weights to bf16 (once per forward),
-// activations are bf16, and backward-weights writes fp32 diff_weights and diff_bias.
+// weights (e.g. OIhw16i16o on AVX-512), so a WeightCopy reorders arena -> blocked once per
+// parameter change, and each backward reorders the blocked diff_weights back into the plain
+// gradient arena. In bf16 the copy also converts the fp32 master weights to bf16 (narrowed
+// directly when oneDNN wants them plain), activations are bf16, and backward-weights writes
+// fp32 diff_weights and diff_bias.
 #include "nn/Conv2d.h"
 
 #include <stdexcept>
@@ -64,8 +65,8 @@ struct Conv2d::ConvState : State {
   dnnl::convolution_forward fwd;
   dnnl::convolution_backward_data bwd_data;
   dnnl::convolution_backward_weights bwd_weights;
-  ReorderedMemory weights;           // arena (plain) -> forward layout
-  ReorderedMemory bwd_data_weights;  // arena (plain) -> backward-data layout, if it differs
+  // arena (plain f32) -> the forward's and backward-data's weights (one copy if they agree)
+  std::shared_ptr<WeightCopy> weights, bwd_data_weights;
   ReorderedMemory diff_weights;      // backward-weights layout -> grad arena (plain)
   memory bias, diff_bias;            // plain (O), straight in the arenas
   // Layouts backward-data / backward-weights want for diff_dst and src, with reorders from
@@ -126,8 +127,7 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   s->src_md = fwd_pd.src_desc();
   s->dst_md = fwd_pd.dst_desc();
 
-  const memory user_w(plain_md(params_[0].dims()), eng, params_[0].data());
-  s->weights = ReorderedMemory(user_w, fwd_pd.weights_desc());
+  s->weights = weight_copy(0, fwd_pd.weights_desc());
   if (bias_) s->bias = memory(b_md, eng, params_[1].data());
 
   if (phase == Phase::kTrain) {
@@ -163,10 +163,7 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
         s->bwd_data_diff_dst = memory(s->bwd_data_diff_dst_md, eng);
         s->to_bwd_data_diff_dst = dnnl::reorder(memory(s->diff_dst_md, eng, DNNL_MEMORY_NONE), s->bwd_data_diff_dst);
       }
-      if (bwd_pd.weights_desc() == fwd_pd.weights_desc())
-        s->bwd_data_weights = ReorderedMemory(s->weights.get(), s->weights.get().get_desc());
-      else
-        s->bwd_data_weights = ReorderedMemory(user_w, bwd_pd.weights_desc());
+      s->bwd_data_weights = weight_copy(0, bwd_pd.weights_desc());
     }
   }
   return s;
@@ -174,8 +171,8 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
 
 void Conv2d::run_forward(State& base, const memory& src, const memory& dst, std::uint64_t) {
   auto& s = static_cast<ConvState&>(base);
-  s.weights.pull();
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s.weights.get()}, {DNNL_ARG_DST, dst}};
+  refresh(*s.weights);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s.weights->get()}, {DNNL_ARG_DST, dst}};
   if (bias_) args[DNNL_ARG_BIAS] = s.bias;
   s.fwd.execute(stream(), args);
 }
@@ -184,16 +181,16 @@ void Conv2d::run_backward(State& base, const memory& diff_dst, const memory& dif
   auto& s = static_cast<ConvState&>(base);
   auto& strm = stream();
   if (s.need_diff_src) {
-    // Weights are unchanged since forward, so the forward reorder is still valid; a
-    // different backward-data layout is reordered from the arena.
-    s.bwd_data_weights.pull();
+    // The forward's copy when the layouts agree (converted already, the parameters have not
+    // changed since), else the backward-data layout's own.
+    refresh(*s.bwd_data_weights);
     memory dd = diff_dst;
     if (s.bwd_data_diff_dst) {
       s.to_bwd_data_diff_dst.execute(strm, {{DNNL_ARG_FROM, diff_dst}, {DNNL_ARG_TO, s.bwd_data_diff_dst}});
       dd = s.bwd_data_diff_dst;
     }
     s.bwd_data.execute(
-        strm, {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, s.bwd_data_weights.get()}, {DNNL_ARG_DIFF_SRC, diff_src}});
+        strm, {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, s.bwd_data_weights->get()}, {DNNL_ARG_DIFF_SRC, diff_src}});
   }
   memory src = s.src, dd = diff_dst;
   if (s.bwd_weights_src) {

@@ -15,7 +15,7 @@ Layer::~Layer() = default;
 
 double Layer::flops_per_image(const Dims&) const { return 0.0; }
 
-void Layer::bind_params(std::vector<Tensor> params, std::vector<Tensor> grads) {
+void Layer::bind_params(std::vector<Tensor> params, std::vector<Tensor> grads, const ParamsVersion* params_version) {
   const auto specs = param_specs();
   if (params.size() != specs.size() || grads.size() != specs.size())
     throw std::invalid_argument(
@@ -26,8 +26,26 @@ void Layer::bind_params(std::vector<Tensor> params, std::vector<Tensor> grads) {
                                               dims_str(specs[i].dims), dims_str(params[i].dims())));
   params_ = std::move(params);
   grads_ = std::move(grads);
-  states_.clear();  // cached primitives point at the old arenas
+  version_source_ = params_version;
+  states_.clear();  // cached primitives and weight copies point at the old arenas
+  weight_copies_.clear();
   current_ = nullptr;
+}
+
+std::shared_ptr<WeightCopy> Layer::weight_copy(std::size_t i, const memory::desc& wanted) {
+  for (const auto& [index, copy] : weight_copies_)
+    if (index == i && copy->get().get_desc() == wanted) return copy;
+  const memory user(plain_md(params_.at(i).dims()), engine(), params_[i].data());
+  weight_copies_.emplace_back(i, std::make_shared<WeightCopy>(user, wanted));
+  return weight_copies_.back().second;
+}
+
+void Layer::refresh(WeightCopy& w) const { w.refresh(version_source_ ? *version_source_ : own_version_); }
+
+std::uint64_t Layer::weight_conversions() const noexcept {
+  std::uint64_t n = 0;
+  for (const auto& entry : weight_copies_) n += entry.second->conversions();
+  return n;
 }
 
 void Layer::prepare(const memory::desc& src_md, Phase phase, bool need_diff_src) {
@@ -54,6 +72,7 @@ void Layer::set_compute_type(memory::data_type type) {
     throw std::invalid_argument(fmt::format("{}: compute type must be f32 or bf16", name_));
   compute_type_ = type;
   states_.clear();
+  weight_copies_.clear();
   current_ = nullptr;
 }
 
@@ -67,6 +86,7 @@ void Layer::forward(const memory& src, const memory& dst, Phase phase, std::uint
   if (s.phase != phase) throw std::logic_error(fmt::format("{}: forward in a phase it was not prepared for", name_));
   s.src = src;
   s.dst = dst;
+  if (!version_source_) ++own_version_.value;
   run_forward(s, src, dst, seed);
 }
 

@@ -10,13 +10,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "nn/Model.h"
 #include "nn/ParamInfo.h"
+#include "nn/ParamsVersion.h"
 #include "nn/Tensor.h"
+#include "nn/WeightCopy.h"
 
 namespace ringtrain {
 
@@ -48,8 +51,11 @@ class Layer {
   virtual std::vector<ParamSpec> param_specs() const { return {}; }
   // Non-trained state (floats) the layer keeps in the model's buffer arena.
   virtual std::size_t num_buffers() const { return 0; }
-  // Views into the arenas, in param_specs() order. Must precede prepare().
-  void bind_params(std::vector<Tensor> params, std::vector<Tensor> grads);
+  // Views into the arenas, in param_specs() order. Must precede prepare(). params_version:
+  // the owner's (Model's), so weight copies (bf16, blocked layouts) are converted once per
+  // parameter change; without one, every forward converts them again.
+  void bind_params(std::vector<Tensor> params, std::vector<Tensor> grads,
+                   const ParamsVersion* params_version = nullptr);
   void bind_buffers(float* buffers) { buffers_ = buffers; }
   const std::vector<Tensor>& params() const noexcept { return params_; }
   const std::vector<Tensor>& grads() const noexcept { return grads_; }
@@ -57,6 +63,9 @@ class Layer {
   const float* buffer_data() const noexcept { return buffers_; }
   // Initial values of the non-trained state (BatchNorm: mean 0, var 1).
   virtual void reset_buffers() {}
+  // Conversions of the parameters into the primitives' weight copies so far (0 when every
+  // primitive reads the arena as it is): one per parameter change and copy.
+  std::uint64_t weight_conversions() const noexcept;
 
   // The data type of activations (and of weights inside the primitives): f32 (default) or
   // bf16. Parameters and their gradients stay f32 in the arenas whatever it is. Drops the
@@ -105,6 +114,11 @@ class Layer {
   State& state() const;
   static dnnl::engine& engine();
   static dnnl::stream& stream();
+  // params_[i] as a primitive wants it (layout, data type): the arena itself when that is
+  // it, else a copy that every state of this layer wanting the same layout shares.
+  std::shared_ptr<WeightCopy> weight_copy(std::size_t i, const dnnl::memory::desc& wanted);
+  // w with the current parameters (converted only if they changed since its last conversion).
+  void refresh(WeightCopy& w) const;
 
   std::vector<Tensor> params_, grads_;
   float* buffers_ = nullptr;
@@ -114,6 +128,9 @@ class Layer {
   std::vector<std::unique_ptr<State>> states_;
   State* current_ = nullptr;
   dnnl::memory::data_type compute_type_ = dnnl::memory::data_type::f32;
+  const ParamsVersion* version_source_ = nullptr;
+  ParamsVersion own_version_;  // without a version source: changes at every forward
+  std::vector<std::pair<std::size_t, std::shared_ptr<WeightCopy>>> weight_copies_;  // (param index, copy)
 };
 
 // Helpers shared by the layer implementations.

@@ -4,9 +4,9 @@
 // in the arenas: with format_tag::any oneDNN 2.6 picks brgemm with blocked weights (e.g.
 // AB16b64a), and the per-step weight reorders made the MLP 1.7x slower (nn_bench mlp
 // 3x32x32 batch 32, one thread: ~1900 vs ~3280 images/s with plain weights, gemm:jit).
-// ReorderedMemory still covers an implementation that insists on another layout. In bf16
-// the forward weights are a bf16 copy of the fp32 arena (converted once per forward) and
-// backward-weights writes fp32 gradients straight into the arena.
+// WeightCopy still covers an implementation that insists on another layout. In bf16 the
+// weights are a plain bf16 copy of the fp32 arena, narrowed (nn/WeightCopy) once per
+// parameter change, and backward-weights writes fp32 gradients straight into the arena.
 #include "nn/Linear.h"
 
 #include <stdexcept>
@@ -47,7 +47,8 @@ struct Linear::LinearState : State {
   dnnl::inner_product_forward fwd;
   dnnl::inner_product_backward_data bwd_data;
   dnnl::inner_product_backward_weights bwd_weights;
-  ReorderedMemory weights, bwd_data_weights, diff_weights;
+  std::shared_ptr<WeightCopy> weights, bwd_data_weights;  // one copy when the layouts agree
+  ReorderedMemory diff_weights;
   memory bias, diff_bias;
 };
 
@@ -68,8 +69,7 @@ std::unique_ptr<Layer::State> Linear::build(const memory::desc& in_md, Phase pha
   s->fwd = dnnl::inner_product_forward(fwd_pd);
   s->src_md = src_md;
   s->dst_md = dst_md;
-  const memory user_w(plain_md(params_[0].dims()), eng, params_[0].data());
-  s->weights = ReorderedMemory(user_w, fwd_pd.weights_desc());
+  s->weights = weight_copy(0, fwd_pd.weights_desc());
   if (bias_) s->bias = memory(b_md, eng, params_[1].data());
 
   if (phase == Phase::kTrain) {
@@ -85,10 +85,7 @@ std::unique_ptr<Layer::State> Linear::build(const memory::desc& in_md, Phase pha
           dnnl::inner_product_backward_data::desc(src_md, w_any, dst_md), eng, fwd_pd);
       s->bwd_data = dnnl::inner_product_backward_data(bwd_pd);
       s->diff_src_md = src_md;
-      if (bwd_pd.weights_desc() == fwd_pd.weights_desc())
-        s->bwd_data_weights = ReorderedMemory(s->weights.get(), s->weights.get().get_desc());
-      else
-        s->bwd_data_weights = ReorderedMemory(user_w, bwd_pd.weights_desc());
+      s->bwd_data_weights = weight_copy(0, bwd_pd.weights_desc());
     }
   }
   return s;
@@ -96,8 +93,8 @@ std::unique_ptr<Layer::State> Linear::build(const memory::desc& in_md, Phase pha
 
 void Linear::run_forward(State& base, const memory& src, const memory& dst, std::uint64_t) {
   auto& s = static_cast<LinearState&>(base);
-  s.weights.pull();
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s.weights.get()}, {DNNL_ARG_DST, dst}};
+  refresh(*s.weights);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s.weights->get()}, {DNNL_ARG_DST, dst}};
   if (bias_) args[DNNL_ARG_BIAS] = s.bias;
   s.fwd.execute(stream(), args);
 }
@@ -106,10 +103,10 @@ void Linear::run_backward(State& base, const memory& diff_dst, const memory& dif
   auto& s = static_cast<LinearState&>(base);
   auto& strm = stream();
   if (s.need_diff_src) {
-    s.bwd_data_weights.pull();
+    refresh(*s.bwd_data_weights);
     s.bwd_data.execute(
         strm,
-        {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, s.bwd_data_weights.get()}, {DNNL_ARG_DIFF_SRC, diff_src}});
+        {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, s.bwd_data_weights->get()}, {DNNL_ARG_DIFF_SRC, diff_src}});
   }
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, s.src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, s.diff_weights.get()}};

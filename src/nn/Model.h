@@ -13,6 +13,7 @@
 
 #include "common/ImageShape.h"
 #include "nn/ParamInfo.h"
+#include "nn/ParamsVersion.h"
 #include "nn/Precision.h"
 #include "nn/Tensor.h"
 
@@ -51,7 +52,12 @@ class Model {
 
   // Flat buffers. params/grads have num_params() floats; buffers() holds non-trained
   // state (BatchNorm running statistics), averaged across ranks before eval/checkpoints.
-  std::span<float> params() noexcept;
+  // The non-const params() is the only way to write the parameters: while the ParamsSpan
+  // it returns lives, every forward converts the layers' weight copies (bf16, blocked
+  // layouts) afresh, and when it ends they are marked stale, so the next forward converts
+  // them once more and the forwards after it convert nothing until the next write. Reading
+  // through the const overload converts nothing.
+  ParamsSpan params() noexcept;
   std::span<float> grads() noexcept;
   std::span<float> buffers() noexcept;
   std::span<const float> params() const noexcept;

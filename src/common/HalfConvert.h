@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "collectives/Communicator.h"
+#include "common/Compression.h"
 
 namespace ringtrain {
 

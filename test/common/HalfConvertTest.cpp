@@ -1,7 +1,7 @@
 // bf16 / fp16 conversions: the scalar reference against independent definitions (nearest
 // representable value, GCC's _Float16), the vector kernels against the scalar ones bit for
 // bit (so ranks on CPUs with and without AVX-512 BF16 / F16C agree), round trips and
-// error bounds, and the fp16 range scale.
+// error bounds.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,8 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "collectives/Fp16Range.h"
-#include "collectives/HalfConvert.h"
+#include "common/HalfConvert.h"
 
 using namespace ringtrain;
 
@@ -178,32 +177,4 @@ TEST_CASE("vector and scalar kernels give the same bits, tails included") {
     if (!is_nan16(codes[c]) && bits_of(wide[c]) != bits_of(fp16_to_float(codes[c]))) ++bad;
   CHECK(bad == 0);
   CHECK_THROWS_AS(narrow(Compression::kNone, nullptr, nullptr, 0), std::invalid_argument);
-}
-
-TEST_CASE("fp16 range scale: the largest power of two keeping ranks * max below 2^15") {
-  for (float max_abs : {1e-30f, 1e-6f, 0.75f, 1.0f, 3.0f, 1000.0f, 65504.0f, 1e6f, 3e38f}) {
-    for (int ranks : {1, 2, 3, 4, 64}) {
-      const float s = fp16_scale_for(max_abs, ranks);
-      int e = 0;
-      CHECK(std::frexp(s, &e) == 0.5f);  // a power of two
-      const double bound = static_cast<double>(max_abs) * ranks;
-      INFO("max_abs " << max_abs << " ranks " << ranks << " scale " << s);
-      CHECK(bound * s <= 32768.0);
-      if (e - 1 < 126) CHECK(bound * s * 2.0 > 32768.0);  // maximal unless clamped
-    }
-  }
-  CHECK(fp16_scale_for(0.0f, 4) == 1.0f);
-  CHECK(fp16_scale_for(std::numeric_limits<float>::infinity(), 4) == 1.0f);
-  CHECK(fp16_scale_for(1e-40f, 2) == std::ldexp(1.0f, 126));
-}
-
-TEST_CASE("abs_max finds the largest finite magnitude and flags inf and NaN") {
-  std::vector<float> v{1.0f, -7.5f, 3.0f};
-  CHECK(abs_max(v).value == 7.5f);
-  CHECK_FALSE(abs_max(v).non_finite);
-  v.push_back(std::numeric_limits<float>::infinity());
-  v.push_back(std::numeric_limits<float>::quiet_NaN());
-  CHECK(abs_max(v).value == 7.5f);
-  CHECK(abs_max(v).non_finite);
-  CHECK(abs_max(std::vector<float>{}).value == 0.0f);
 }

@@ -6,7 +6,7 @@
 // __builtin_cpu_supports says the CPU has the feature, so a build without -march=native
 // still uses them. Tails shorter than a vector go through the same instruction on a
 // zero-padded copy, so every element of an array takes one path.
-#include "collectives/HalfConvert.h"
+#include "common/HalfConvert.h"
 
 #include <cpuid.h>
 #include <immintrin.h>
