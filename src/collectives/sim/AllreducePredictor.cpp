@@ -156,7 +156,7 @@ void write_fidelity_grid(std::ostream& out, const PredictSetup& setup, const Net
       for (AllreduceAlgo algo : simulated_algos(per_node, setup.compression)) {
         const Prediction p = predict(algo, ranks, per_node, bytes, setup, networks);
         for (std::size_t d = 0; d < delays_us.size(); ++d) {
-          out << layout << ',' << ranks << ',' << per_node << ',' << delays_us[d] << ',' << bytes << ','
+          out << layout << ',' << ranks << ',' << per_node << ',' << static_cast<int>(delays_us[d]) << ',' << bytes << ','
               << allreduce_algo_name(algo) << ',' << std::fixed << std::setprecision(1) << p.seconds[d] * 1e6
               << ',' << (algo == pick ? 1 : 0) << '\n';
         }
