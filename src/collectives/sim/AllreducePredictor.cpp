@@ -36,29 +36,47 @@ std::vector<std::size_t> default_scale_sizes() {
   return sizes;
 }
 
-// One cell group of the scale table: every network for one (ranks, per node, size).
+// auto's choice on a network of `gbit` Gbit/s: the cost model as calibration on that
+// network would give it (both betas divided by the rate), the rest of the setup unchanged.
+AllreduceAlgo auto_pick(int ranks, int per_node, std::size_t bytes, PredictSetup setup, double gbit) {
+  setup.model.beta_s_per_byte /= gbit;
+  setup.model.rendezvous_beta_s_per_byte /= gbit;
+  return resolved_algo(request_for(AllreduceAlgo::kAuto, ranks, per_node, bytes, setup));
+}
+
+using AlgoTimes = std::vector<std::pair<AllreduceAlgo, std::vector<double>>>;
+
+void write_scale_row(std::ostream& out, int ranks, int per_node, std::size_t bytes, double gbit,
+                     const NetworkParams& network, const AlgoTimes& times, std::size_t n, AllreduceAlgo pick) {
+  auto best = times.front();
+  std::string all;
+  for (const auto& t : times) {
+    if (t.second[n] < best.second[n]) best = t;
+    all += (all.empty() ? "" : ", ") + std::string(allreduce_algo_name(t.first)) + " " + micros(t.second[n]);
+  }
+  const auto chosen = std::find_if(times.begin(), times.end(), [&](const auto& t) { return t.first == pick; });
+  const double bound = bound_seconds(ranks, per_node, bytes, network);
+  const double auto_s = chosen->second[n];
+  out << "| " << ranks << " | " << per_node << " | " << size_label(bytes) << " | " << gbit << " | "
+      << allreduce_algo_name(pick) << " | " << micros(auto_s) << " | " << allreduce_algo_name(best.first) << " | "
+      << micros(best.second[n]) << " | " << ratio(auto_s / best.second[n]) << " | " << micros(bound) << " | "
+      << ratio(best.second[n] / bound) << " | " << ratio(auto_s / bound) << " | " << all << " |\n";
+}
+
+// One cell group of the scale table: every network for one (ranks, per node, size). Each
+// algorithm is recorded once and replayed on every network.
 void write_scale_rows(std::ostream& out, int ranks, int per_node, std::size_t bytes, const PredictSetup& setup,
                       const std::vector<NetworkParams>& networks, const std::vector<double>& gbits) {
-  std::vector<std::pair<AllreduceAlgo, std::vector<double>>> times;
+  AlgoTimes times;
   for (AllreduceAlgo algo : simulated_algos(per_node, setup.compression)) {
     if (algo == AllreduceAlgo::kParameterServer) continue;  // ps: every byte through rank 0
     times.emplace_back(algo, predict(algo, ranks, per_node, bytes, setup, networks).seconds);
   }
-  // auto's time is its algorithm's, from the same recording when it is one of the above.
-  Prediction chosen;
-  chosen.algo = resolved_algo(request_for(AllreduceAlgo::kAuto, ranks, per_node, bytes, setup));
-  const auto same = std::find_if(times.begin(), times.end(), [&](const auto& t) { return t.first == chosen.algo; });
-  chosen.seconds = same != times.end() ? same->second : predict(chosen.algo, ranks, per_node, bytes, setup, networks).seconds;
   for (std::size_t n = 0; n < networks.size(); ++n) {
-    auto best = times.front();
-    for (const auto& t : times)
-      if (t.second[n] < best.second[n]) best = t;
-    const double bound = bound_seconds(ranks, per_node, bytes, networks[n]);
-    const double auto_s = chosen.seconds[n];
-    out << "| " << ranks << " | " << per_node << " | " << size_label(bytes) << " | " << gbits[n] << " | "
-        << allreduce_algo_name(chosen.algo) << " | " << micros(auto_s) << " | " << allreduce_algo_name(best.first)
-        << " | " << micros(best.second[n]) << " | " << ratio(auto_s / best.second[n]) << " | " << micros(bound)
-        << " | " << ratio(best.second[n] / bound) << " | " << ratio(auto_s / bound) << " |\n";
+    AllreduceAlgo pick = auto_pick(ranks, per_node, bytes, setup, gbits[n]);
+    if (std::none_of(times.begin(), times.end(), [&](const auto& t) { return t.first == pick; }))
+      times.emplace_back(pick, predict(pick, ranks, per_node, bytes, setup, networks).seconds);
+    write_scale_row(out, ranks, per_node, bytes, gbits[n], networks[n], times, n, pick);
   }
 }
 
@@ -128,8 +146,8 @@ void write_scale_table(std::ostream& out, const ScaleGrid& grid, const PredictSe
   for (double g : grid.gbits) networks.push_back(at_link_rate(calibrated_1gbit, g));
   const std::vector<std::size_t> sizes = grid.sizes.empty() ? default_scale_sizes() : grid.sizes;
   out << "| ranks | per node | size | Gbit/s | auto runs | auto (us) | fastest | fastest (us) | auto / fastest"
-         " | bound (us) | fastest / bound | auto / bound |\n"
-      << "|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---:|\n";
+         " | bound (us) | fastest / bound | auto / bound | every algorithm (us) |\n"
+      << "|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---|\n";
   for (int per_node : grid.ranks_per_node) {
     for (int ranks : grid.ranks) {
       if (ranks < 2 * per_node) continue;  // at least two nodes
