@@ -147,8 +147,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     if (o.link_gbit <= 0) throw std::invalid_argument("--link-gbit must be > 0");
     if (o.delay_us < 0) throw std::invalid_argument("--delay-us must be >= 0");
+    for (std::size_t bytes : parse_size_list(o.sizes))
+      if (bytes < sizeof(float) || bytes % sizeof(float) != 0)
+        throw std::invalid_argument("--sizes: " + std::to_string(bytes) + " is not a positive multiple of 4 bytes");
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "allreduce_sim: usage error: %s (see --help)\n", e.what());
     return 2;
