@@ -33,6 +33,7 @@ struct Options {
   bool fidelity_grid = false;
   bool traffic = false;
   std::string scale_np;
+  std::string scale_per_node;
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -57,6 +58,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--scale-table", o.scale_table, "markdown table: 8-1024 ranks x {1,8} per node x 64 KiB-256 MiB x "
                                                "{1,10,100} Gbit/s, auto against the fastest and the bound");
   app.add_option("--scale-np", o.scale_np, "with --scale-table: comma list of rank counts instead");
+  app.add_option("--scale-per-node", o.scale_per_node, "with --scale-table: comma list of ranks per node instead");
   app.add_flag("--fidelity-grid", o.fidelity_grid, "CSV predictions for issue 22's emulated-cluster grid");
   app.add_flag("--traffic", o.traffic, "bytes sent per (source, destination) rank of each algorithm and size");
 }
@@ -125,6 +127,10 @@ int run(const Options& o) {
     if (!o.scale_np.empty()) {
       grid.ranks.clear();
       for (std::size_t n : parse_size_list(o.scale_np)) grid.ranks.push_back(static_cast<int>(n));
+    }
+    if (!o.scale_per_node.empty()) {
+      grid.ranks_per_node.clear();
+      for (std::size_t n : parse_size_list(o.scale_per_node)) grid.ranks_per_node.push_back(static_cast<int>(n));
     }
     write_scale_table(std::cout, grid, setup, network);
   } else if (o.traffic) {
