@@ -16,20 +16,27 @@ AllreduceTuning scaled_tuning(AllreduceTuning tuning, std::size_t scale) {
   const auto down = [&](std::size_t& bytes) { bytes = std::max<std::size_t>(1, bytes / scale); };
   down(tuning.ring_chunk_bytes);
   down(tuning.ring_chunk_bytes_network);
-  down(tuning.hier_piece_bytes);
   down(tuning.ps_chunk_bytes);
   down(tuning.rd_doubling_max_bytes);
-  down(tuning.auto_ring_min_bytes);
-  down(tuning.auto_ring_min_bytes_non_pow2);
   down(tuning.auto_ring_min_bytes_single_host);
   return tuning;
+}
+
+// The cost model of such a call: hier's network phase chooses its algorithm by the model
+// for its slice, so latency and the eager limit shrink with the bytes, and every
+// prediction (a per-message term plus per-byte terms) shrinks by the same factor: the
+// choice at 1/scale of the size is the full-size choice.
+AllreduceCostModel scaled_model(AllreduceCostModel model, std::size_t scale) {
+  model.alpha_s /= static_cast<double>(scale);
+  model.eager_limit_bytes /= static_cast<double>(scale);
+  return model;
 }
 
 NodeLayout layout_of(int ranks, int ranks_per_node) {
   const int nodes = (ranks + ranks_per_node - 1) / ranks_per_node;
   const int last = ranks - (nodes - 1) * ranks_per_node;
   const int several = ranks_per_node > 1 ? nodes - 1 + (last > 1 ? 1 : 0) : 0;
-  return NodeLayout{ranks, nodes, several};
+  return NodeLayout{ranks, nodes, several, std::min(last, ranks_per_node), std::min(ranks, ranks_per_node)};
 }
 
 // Rank r's input: small integers, so that every partial sum is exact in fp32.
@@ -65,7 +72,7 @@ Recording record_allreduce(const RecordRequest& request) {
   out.recorded_count = std::max<std::size_t>(1, request.bytes / sizeof(float) / scale);
   MpiCommunicatorOptions options;
   options.tuning = scaled_tuning(request.tuning, scale);
-  options.cost_model = request.model;
+  options.cost_model = scaled_model(request.model, scale);
   options.node_group_size = request.ranks_per_node;
   std::vector<char> exact(static_cast<std::size_t>(request.ranks), 0);
   std::size_t expected_factor = 0;  // sum over ranks of (rank % 13 + 1)
