@@ -4,7 +4,7 @@
 # the namespaces through an rsh agent (`ip netns exec`), since there is no sshd.
 #
 #   cluster.sh up [--nodes K] [--slots S] [--link-rate 1gbit] [--burst 512kb] [--latency 50ms]
-#                 [--mtu 9000]
+#                 [--mtu 9000] [--delay 250us]
 #   cluster.sh run [--np N] [--map-by node] [--dry-run] -- <program> [args...]
 #   cluster.sh run --nodes K [--link-rate R] -np N [run.sh options] -- <ringtrain args...>
 #   cluster.sh status
@@ -18,6 +18,10 @@
 # small messages with --burst 128kb, the smallest depth at which a bulk TCP stream still
 # reaches the 1 Gbit/s rate here (64kb: 0.086 GB/s, 16kb: 0.051 GB/s; the qdisc's timer
 # granularity needs the depth); see docs/benchmarks/allreduce-targets.md, section 5.
+#
+# --delay adds a netem delay on each node's own interface (its sending side only), so every
+# message between two nodes arrives that much later one way (a round trip: twice it); the
+# tbf rate limit then hangs below the netem qdisc. 0 (the default) leaves netem out.
 #
 # Addresses: 10.213.0.(i+1)/24 for rt-node<i>, 10.213.0.254 for the root namespace's end of
 # the bridge (mpirun runs there and its daemons call back to it). Nothing outside the
@@ -65,16 +69,31 @@ node_count() {
   cat "$kStateDir/nodes"
 }
 
-# tbf on one interface (optionally inside a namespace): the rate limit of that direction.
+# tbf on one interface (optionally inside a namespace): the rate limit of that direction;
+# with a delay other than 0, under a netem qdisc that delays every packet by it.
 shape() {
-  local ns=$1 dev=$2 rate=$3 burst=$4 latency=$5
+  local ns=$1 dev=$2 rate=$3 burst=$4 latency=$5 delay=${6:-0}
   local -a exec=()
   [[ -n $ns ]] && exec=(ip netns exec "$ns")
-  "${exec[@]}" tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency "$latency"
+  if [[ $delay == 0 ]]; then
+    "${exec[@]}" tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency "$latency"
+  else
+    "${exec[@]}" tc qdisc replace dev "$dev" root handle 1: netem delay "$delay" limit 100000
+    "${exec[@]}" tc qdisc replace dev "$dev" parent 1:1 handle 10: tbf rate "$rate" burst "$burst" latency "$latency"
+  fi
+}
+
+# True when this kernel has tc's netem, tried on the loopback of a scratch namespace.
+netem_available() {
+  local ns=$kTag-netem-check ok=0
+  ip netns add "$ns" || return 1
+  ip netns exec "$ns" tc qdisc add dev lo root netem delay 1us >/dev/null 2>&1 || ok=1
+  ip netns del "$ns"
+  return $ok
 }
 
 cmd_up() {
-  local nodes=4 slots=1 rate=1gbit burst=512kb latency=50ms mtu=9000
+  local nodes=4 slots=1 rate=1gbit burst=512kb latency=50ms mtu=9000 delay=0
   while [[ $# -gt 0 ]]; do
     case $1 in
       --nodes) nodes=$2; shift 2 ;;
@@ -83,10 +102,12 @@ cmd_up() {
       --burst) burst=$2; shift 2 ;;
       --latency) latency=$2; shift 2 ;;
       --mtu) mtu=$2; shift 2 ;;
+      --delay) delay=$2; shift 2 ;;
       -h|--help) usage; exit 0 ;;
       *) echo "cluster.sh up: unknown option '$1'" >&2; exit 2 ;;
     esac
   done
+  [[ $delay == 0 ]] || netem_available || die "--delay needs tc's netem qdisc (sch_netem), which this kernel does not have"
   [[ $nodes =~ ^[0-9]+$ && $nodes -ge 1 && $nodes -le 64 ]] || { echo "cluster.sh up: --nodes must be 1..64" >&2; exit 2; }
   [[ $slots =~ ^[0-9]+$ && $slots -ge 1 ]] || { echo "cluster.sh up: --slots must be a positive integer" >&2; exit 2; }
   require_tools
@@ -118,7 +139,7 @@ cmd_up() {
     ip netns exec "$ns" ip addr add "$kSubnet.$((i + 1))/24" dev eth0
     ip netns exec "$ns" ip link set eth0 up
     # Node -> bridge (the node's uplink) and bridge -> node (its downlink).
-    shape "$ns" eth0 "$rate" "$burst" "$latency"
+    shape "$ns" eth0 "$rate" "$burst" "$latency" "$delay"
     shape "" "$host_if" "$rate" "$burst" "$latency"
     echo "$ns slots=$slots" >>"$kStateDir/hostfile"
   done
@@ -146,9 +167,9 @@ fi
 exec ip netns exec "\$host" unshare --uts /bin/sh -c 'hostname "\$1" && exec /bin/sh -c "\$2"' netns-agent "\$host" "\$*"
 AGENT
   chmod 755 "$kStateDir/netns-agent"
-  echo "$rate $burst $latency mtu $mtu" >"$kStateDir/link"
+  echo "$rate $burst $latency mtu $mtu delay $delay" >"$kStateDir/link"
   trap - ERR
-  echo "cluster up: $nodes nodes (${kPrefix}0..${kPrefix}$((nodes - 1))), $kCidr, link $rate each way (tbf burst $burst latency $latency)"
+  echo "cluster up: $nodes nodes (${kPrefix}0..${kPrefix}$((nodes - 1))), $kCidr, link $rate each way (tbf burst $burst latency $latency, netem delay $delay)"
   echo "hostfile: $kStateDir/hostfile   agent: $kStateDir/netns-agent"
 }
 
@@ -206,7 +227,7 @@ cmd_status() {
   fi
   local nodes
   nodes=$(node_count)
-  echo "cluster: $nodes nodes, link $(cat "$kStateDir/link" 2>/dev/null) (rate burst latency mtu)"
+  echo "cluster: $nodes nodes, link $(cat "$kStateDir/link" 2>/dev/null) (rate burst latency mtu delay)"
   for ((i = 0; i < nodes; i++)); do
     local ns=$kPrefix$i
     echo "== $ns: $(ip netns exec "$ns" ip -4 -o addr show dev eth0 | awk '{print $4}')"

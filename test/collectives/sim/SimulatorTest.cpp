@@ -1,0 +1,141 @@
+// The simulator: recorded runs compute the exact sum and send what the algorithms are
+// known to send; the replay agrees with the closed-form cost model where both describe the
+// same thing; recording a large call at a reduced size changes its predicted time little.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "collectives/AllreduceCostModel.h"
+#include "collectives/RabenseifnerAllreduce.h"
+#include "collectives/RingAllreduce.h"
+#include "collectives/sim/AllreducePredictor.h"
+#include "collectives/sim/NetworkSimulator.h"
+#include "collectives/sim/ScheduleRecorder.h"
+
+using namespace ringtrain;
+using namespace ringtrain::sim;
+
+namespace {
+
+Recording record(AllreduceAlgo algo, int ranks, int per_node, std::size_t bytes, std::size_t max_bytes = 64u << 20) {
+  RecordRequest request;
+  request.algo = algo;
+  request.ranks = ranks;
+  request.ranks_per_node = per_node;
+  request.bytes = bytes;
+  request.max_recorded_bytes = max_bytes;
+  return record_allreduce(request);
+}
+
+std::uint64_t sent_by(const Schedule& schedule, int rank) {
+  std::uint64_t total = 0;
+  for (const auto& [pair, bytes] : traffic_by_peer(schedule))
+    if (pair.first == rank) total += bytes;
+  return total;
+}
+
+// The model's network with no shared memory in play (one rank per node).
+NetworkParams uniform_links() { return NetworkParams::from_cost_model(AllreduceCostModel{}); }
+
+}  // namespace
+
+TEST_CASE("every algorithm's recorded run computes the exact sum", "[sim]") {
+  const AllreduceAlgo algos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kRabenseifner,
+                                 AllreduceAlgo::kParameterServer, AllreduceAlgo::kAuto};
+  for (int ranks : {2, 3, 4, 5, 8}) {
+    for (AllreduceAlgo algo : algos) {
+      for (std::size_t bytes : {std::size_t{12}, std::size_t{4100}, std::size_t{300} << 10}) {
+        INFO(allreduce_algo_name(algo) << " at " << ranks << " ranks, " << bytes << " bytes");
+        CHECK(record(algo, ranks, 1, bytes).exact);
+      }
+    }
+  }
+  for (auto [ranks, per_node] : {std::pair{4, 2}, std::pair{6, 3}, std::pair{8, 4}, std::pair{5, 2}}) {
+    INFO("hier at " << ranks << " ranks, " << per_node << " per node");
+    const Recording r = record(AllreduceAlgo::kHierarchical, ranks, per_node, (5u << 20) + 12);
+    CHECK(r.algo == AllreduceAlgo::kHierarchical);
+    CHECK(r.exact);
+  }
+}
+
+TEST_CASE("recorded bytes per rank equal the ring's and rab's own accounting", "[sim]") {
+  for (int ranks : {2, 3, 4, 7}) {
+    const std::size_t count = 100003;  // uneven segments
+    const Recording ring = record(AllreduceAlgo::kRing, ranks, 1, count * 4);
+    const Recording rab = record(AllreduceAlgo::kRabenseifner, ranks, 1, count * 4);
+    for (int r = 0; r < ranks; ++r) {
+      CHECK(sent_by(ring.schedule, r) == ring_elements_sent(count, ranks, r) * 4);
+      CHECK(sent_by(rab.schedule, r) == rab_elements_sent(count, ranks, r) * 4);
+    }
+  }
+}
+
+TEST_CASE("the replayed ring equals the closed-form model when each segment is one message", "[sim]") {
+  // Uniform links, one rank per node, segments below the network chunk: every ring step is
+  // one message per link, so the replay is 2(p-1) alpha + (p-1)/p (2 n beta + n gamma).
+  const AllreduceCostModel model;
+  for (int ranks : {2, 3, 4, 8, 16}) {
+    for (std::size_t bytes : {std::size_t{4} << 10, std::size_t{64} << 10, std::size_t{256} << 10}) {
+      if (bytes / ranks > 65408) continue;
+      const double sim = simulate(record(AllreduceAlgo::kRing, ranks, 1, bytes).schedule, uniform_links()).seconds;
+      const double formula = predict_allreduce_seconds(AllreduceAlgo::kRing, bytes, ranks, Compression::kNone, 2048, model);
+      INFO(ranks << " ranks, " << bytes << " bytes: replay " << sim << " s, formula " << formula << " s");
+      CHECK(sim == Approx(formula).epsilon(1e-3));
+    }
+  }
+}
+
+TEST_CASE("the replayed ring and rab stay within 5% of the closed-form model from 1 MiB", "[sim]") {
+  // Pipelined chunks: the replay overlaps the reduction and each step's latency with the
+  // next chunk's transfer, which the formula adds; 5% is the model's own error on the record.
+  const AllreduceCostModel model;
+  for (int ranks : {2, 4, 8}) {
+    for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kRabenseifner}) {
+      for (std::size_t bytes : {std::size_t{1} << 20, std::size_t{4} << 20}) {
+        const double sim = simulate(record(algo, ranks, 1, bytes).schedule, uniform_links()).seconds;
+        const double formula = predict_allreduce_seconds(algo, bytes, ranks, Compression::kNone, 2048, model);
+        INFO(allreduce_algo_name(algo) << " " << ranks << " ranks, " << bytes << " bytes: " << sim << " vs " << formula);
+        CHECK(sim == Approx(formula).epsilon(0.05));
+      }
+    }
+  }
+}
+
+TEST_CASE("a call recorded at a reduced size predicts the full-size recording's time", "[sim]") {
+  const NetworkParams network = uniform_links();
+  struct Case {
+    AllreduceAlgo algo;
+    int ranks, per_node;
+  };
+  for (const Case c : {Case{AllreduceAlgo::kRing, 8, 1}, Case{AllreduceAlgo::kRabenseifner, 8, 1},
+                       Case{AllreduceAlgo::kRecursiveDoubling, 6, 1}, Case{AllreduceAlgo::kHierarchical, 8, 2}}) {
+    const std::size_t bytes = std::size_t{4} << 20;
+    const Recording full = record(c.algo, c.ranks, c.per_node, bytes, std::size_t{1} << 30);
+    const Recording reduced = record(c.algo, c.ranks, c.per_node, bytes, std::size_t{512} << 10);
+    REQUIRE(full.schedule.byte_scale == 1.0);
+    REQUIRE(reduced.schedule.byte_scale >= 64.0);
+    const double a = simulate(full.schedule, network).seconds;
+    const double b = simulate(reduced.schedule, network).seconds;
+    INFO(allreduce_algo_name(c.algo) << ": full " << a << " s, recorded at 1/" << reduced.schedule.byte_scale << ": " << b);
+    CHECK(b == Approx(a).epsilon(0.02));
+  }
+}
+
+TEST_CASE("latency, delay and link rate move the replay as they should", "[sim]") {
+  const Schedule schedule = record(AllreduceAlgo::kRing, 4, 1, 16 << 10).schedule;
+  NetworkParams network = uniform_links();
+  const double base = simulate(schedule, network).seconds;
+  network.delay_s = 1e-3;
+  // 2(p-1) = 6 steps, each one message later by the delay.
+  CHECK(simulate(schedule, network).seconds == Approx(base + 6e-3).epsilon(1e-6));
+  const SimResult r = simulate(schedule, at_link_rate(uniform_links(), 10));
+  CHECK(r.seconds < base);
+  CHECK(r.network_bytes == 4u * ring_elements_sent(4096, 4, 0) * 4);
+}
+
+TEST_CASE("the recorder refuses what it cannot record", "[sim]") {
+  CHECK_THROWS_AS(record(AllreduceAlgo::kMpi, 4, 1, 4096), std::invalid_argument);
+  CHECK_THROWS_AS(record(AllreduceAlgo::kRing, 1, 1, 4096), std::invalid_argument);
+  CHECK_THROWS_AS(record(AllreduceAlgo::kRing, 4, 0, 4096), std::invalid_argument);
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""sim_fidelity_compare.py on synthetic measurements: errors and bands as computed by hand,
+the exit code follows the targets, and the committed predictions file parses."""
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts/bench/sim_fidelity_compare.py"
+COMMITTED = ROOT / "docs/benchmarks/allreduce-sim-fidelity-predictions.csv"
+
+PREDICTIONS = """# comment
+layout,ranks,ranks_per_node,delay_us,bytes,algo,predicted_us,auto_pick
+8x1,8,1,0,65536,ring,1000.0,1
+8x1,8,1,0,1048576,ring,10000.0,1
+8x1,8,1,250,1048576,ring,12000.0,1
+"""
+HEADER = "bytes,count,algo,ranks,time_min_us,time_avg_us,time_max_us,algbw_gbs,busbw_gbs,vs_mpi,errors\n"
+
+
+def run(measured):
+    with tempfile.TemporaryDirectory(prefix="sim-fidelity-test-") as tmp:
+        d = pathlib.Path(tmp)
+        (d / "pred.csv").write_text(PREDICTIONS)
+        for name, rows in measured.items():
+            (d / name).write_text(HEADER + "".join(f"{b},0,{a},8,0,{t},0,0,0,0,0\n" for b, a, t in rows))
+        return subprocess.run([sys.executable, str(SCRIPT), str(d / "pred.csv"), str(d)], capture_output=True, text=True)
+
+
+def main():
+    # 1000 predicted / 800 measured = +25.0%: inside 64-512 KiB's max 50%; 10000 / 9600 = +4.2%.
+    good = run({"8x1-0.csv": [(65536, "ring", 800.0), (1048576, "ring", 9600.0)]})
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "+25.0%" in good.stdout and "+4.2%" in good.stdout, good.stdout
+    # The 250us file: 12000 / 8000 = +50%, over the 25% max at >= 1 MiB.
+    bad = run({"8x1-0.csv": [(1048576, "ring", 9600.0)], "8x1-250us.csv": [(1048576, "ring", 8000.0)]})
+    assert bad.returncode == 1 and "MISSED" in bad.stdout, bad.stdout + bad.stderr
+    none = run({"8x1-1ms.csv": [(1048576, "ring", 9000.0)]})
+    assert none.returncode == 2, none.stdout
+    committed = subprocess.run([sys.executable, str(SCRIPT), str(COMMITTED), "/nonexistent"], capture_output=True, text=True)
+    assert committed.returncode == 2 and "no measured cell" in committed.stderr, committed.stderr
+    print("test_sim_fidelity_compare: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
