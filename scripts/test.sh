@@ -4,8 +4,9 @@
 #   scripts/test.sh [ctest args]     the suite (Release build in build/)
 #   scripts/test.sh --sanitize       the suite again under AddressSanitizer + UBSan
 #                                    (build-asan/; without the tests labelled `heavy`
-#                                    (model-size repeats of paths smaller tests cover) or
-#                                    `emulated_nodes` (the elastic kill test on cluster.sh)),
+#                                    (model-size repeats of paths smaller tests cover),
+#                                    `emulated_nodes` (the elastic kill test on cluster.sh)
+#                                    or `scripts_only` (no compiled code runs in them)),
 #                                    then the tests labelled `threads`
 #                                    under ThreadSanitizer (build-tsan/); any report fails
 #                                    the test that produced it
@@ -64,7 +65,7 @@ if ((run_asan)); then
     export OMPI_MCA_mca_base_component_disable_dlclose=1
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
-    ctest --output-on-failure -j "$jobs" -LE "^(heavy|emulated_nodes)$" "${args[@]}"
+    ctest --output-on-failure -j "$jobs" -LE "^(heavy|emulated_nodes|scripts_only)$" "${args[@]}"
   ) || status=1
 fi
 
