@@ -7,21 +7,12 @@
 #include <fmt/format.h>
 
 #include "checkpoint/Checkpoint.h"
+#include "common/Fnv1a.h"
 
 namespace ringtrain {
 namespace {
 
 namespace fs = std::filesystem;
-
-// FNV-1a 64 of the path's text.
-std::uint64_t hash64(std::string_view text) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 // The step of snap-<9 digits>.rtck, or -1 for any other name (.tmp files included).
 std::int64_t step_of(const std::string& name) {
@@ -54,7 +45,7 @@ std::string snapshot_run_id(const fs::path& run_dir) {
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   }
-  return fmt::format("{}-{:016x}", name, hash64(full.string()));
+  return fmt::format("{}-{:016x}", name, fnv1a64(full.string()));
 }
 
 fs::path default_snapshot_root(const fs::path& run_dir) {

@@ -14,6 +14,7 @@
 #include "checkpoint/RunCheckpoint.h"
 #include "common/CollectiveError.h"
 #include "common/Cores.h"
+#include "common/Fnv1a.h"
 #include "run/Agreement.h"
 #include "run/Evaluate.h"
 #include "run/StopSignals.h"
@@ -25,16 +26,6 @@ namespace {
 
 double seconds_since(TrainingRun::Clock::time_point t) {
   return std::chrono::duration<double>(TrainingRun::Clock::now() - t).count();
-}
-
-// FNV-1a 64, for configuration fingerprints.
-std::uint64_t fingerprint64(std::string_view text) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
 }
 
 // runs/<local time>-<model>-np<N><suffix>: rank 0's clock decides (broadcast by the caller).
@@ -120,7 +111,7 @@ void TrainingRun::agree_on_start() {
   // Before any collective whose size depends on the model: ranks with other flags or data
   // shapes would otherwise meet in a broadcast of different lengths.
   const std::string text = config.fingerprint_text() + "\n" + model_->signature();
-  const std::vector<std::uint64_t> all = comm.allgather(fingerprint64(text));
+  const std::vector<std::uint64_t> all = comm.allgather(fnv1a64(text));
   std::vector<int> differ;
   for (int r = 0; r < static_cast<int>(all.size()); ++r) {
     if (all[static_cast<std::size_t>(r)] != all[0]) differ.push_back(r);
