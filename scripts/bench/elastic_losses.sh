@@ -41,4 +41,6 @@ read -r steps n < <(floats "$run/model.rtck"); read -r rs rn < <(floats "$tmp/re
 echo "steps $steps/$rs floats $n/$rn"
 cmp <(tail -c $((4 * n)) "$run/model.rtck") <(tail -c $((4 * n)) "$tmp/ref/model.rtck") && echo "BIT-IDENTICAL to the 1-rank run"
 cat "$run/membership.jsonl"
-/usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(json.dumps(s.get("membership")), json.dumps(s.get("resumed_from")))' "$run/summary.json"
+PYTHONPATH=$root/scripts/plot /usr/bin/python3 -c 'import json, sys, rundata
+s = rundata.Run(sys.argv[1]).summary_file or {}
+print(json.dumps(s.get("membership")), json.dumps(s.get("resumed_from")))' "$run"
