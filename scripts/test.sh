@@ -5,11 +5,12 @@
 #   scripts/test.sh --sanitize       the suite again under AddressSanitizer + UBSan
 #                                    (build-asan/; without the tests labelled `heavy`
 #                                    (model-size repeats of paths smaller tests cover),
-#                                    `emulated_nodes` (the elastic kill test on cluster.sh)
-#                                    or `scripts_only` (no compiled code runs in them)),
-#                                    then the tests labelled `threads`
-#                                    under ThreadSanitizer (build-tsan/); any report fails
-#                                    the test that produced it
+#                                    `wide` (np-4 repeats of test programs that also run
+#                                    at np 1-3), `emulated_nodes` (the elastic kill test on
+#                                    cluster.sh) or `scripts_only` (no compiled code runs
+#                                    in them)), then the tests labelled `threads` (but not
+#                                    `wide`) under ThreadSanitizer (build-tsan/); any
+#                                    report fails the test that produced it
 #   scripts/test.sh --sanitize=address | --sanitize=thread   one of the two
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -65,7 +66,7 @@ if ((run_asan)); then
     export OMPI_MCA_mca_base_component_disable_dlclose=1
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
-    ctest --output-on-failure -j "$jobs" -LE "^(heavy|emulated_nodes|scripts_only)$" "${args[@]}"
+    ctest --output-on-failure -j "$jobs" -LE "^(heavy|wide|emulated_nodes|scripts_only)$" "${args[@]}"
   ) || status=1
 fi
 
@@ -74,7 +75,7 @@ fi
 if ((run_tsan)); then
   tsan=${RINGTRAIN_TSAN_BUILD_DIR:-$root/build-tsan}
   cmake -S "$root" -B "$tsan" -DCMAKE_BUILD_TYPE=Release -DRINGTRAIN_SANITIZE=thread >/dev/null
-  targets=$(cd "$tsan" && ctest -L threads --show-only=json-v1 | /usr/bin/python3 -c '
+  targets=$(cd "$tsan" && ctest -L threads -LE '^wide$' --show-only=json-v1 | /usr/bin/python3 -c '
 import json, os, sys
 build = sys.argv[1]
 names = set()
@@ -95,7 +96,7 @@ print(" ".join(sorted(names)))' "$tsan")
       cd "$tsan"
       export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
       export OMPI_MCA_mca_base_component_disable_dlclose=1
-      ctest --output-on-failure -j "$jobs" -L threads "${args[@]}"
+      ctest --output-on-failure -j "$jobs" -L threads -LE '^wide$' "${args[@]}"
     ) || status=1
   fi
 fi
