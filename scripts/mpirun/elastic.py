@@ -78,6 +78,33 @@ def option_value(args, name):
     return value
 
 
+def train_option(args, name):
+    """What `ringtrain train` takes for `name`: the command line's value, else its --config
+    file's (keys are the long options without the dashes, '-' or '_', at the top or under
+    [train], as ringtrain reads them), else None. A file Python's TOML reader cannot take
+    (ringtrain also reads INI's 'key: value') is a usage error naming it."""
+    value = option_value(args, name)
+    config = option_value(args, "--config")
+    if value is not None or config is None:
+        return value
+    import tomllib  # Python 3.11 (Debian 12)
+    try:
+        with open(config, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        usage_error(f"train's --config {config}: cannot read it ({e.strerror})")
+    except tomllib.TOMLDecodeError as e:
+        usage_error(f"train's --config {config}: not TOML as --elastic reads it ({e}); give --run-dir, "
+                    "--logical-shards and --mode on the command line instead")
+    key = name.lstrip("-")
+    for table in (data, data.get("train") if isinstance(data.get("train"), dict) else {}):
+        for k in (key, key.replace("-", "_")):
+            if k in table:
+                v = table[k]
+                return str(v).lower() if isinstance(v, bool) else str(v)
+    return None
+
+
 def choose_np(capacity, shards, lo, hi):
     """The largest p in [lo, hi] that fits `capacity` slots and divides `shards` (any p when 0)."""
     for p in range(min(hi, capacity), lo - 1, -1):
@@ -209,8 +236,8 @@ class Elastic:
     def __init__(self, a, train_args):
         self.a = a
         self.train_args = train_args
-        self.run_dir = option_value(train_args, "--run-dir")
-        self.shards = int(option_value(train_args, "--logical-shards") or 0)
+        self.run_dir = train_option(train_args, "--run-dir")
+        self.shards = int(train_option(train_args, "--logical-shards") or 0)
         self.all_hosts = read_hostfile(a.hostfile)
         self.slots = dict(self.all_hosts)
         self.work_hostfile = os.path.join(self.run_dir, "elastic-hostfile")
@@ -453,12 +480,12 @@ def parse(argv):
     a.launcher_args = launcher_args
     if not train_args or train_args[0] != "train":
         usage_error("--elastic runs `train` (the ringtrain arguments must start with it)")
-    if not option_value(train_args, "--run-dir"):
+    if not train_option(train_args, "--run-dir"):
         usage_error("--elastic needs train's --run-dir: every launch resumes in the same run directory")
-    if option_value(train_args, "--mode") not in (None, "sync"):
+    if train_option(train_args, "--mode") not in (None, "sync"):
         # Its servers (rank 0 among them) take no steps: no first-step event to resume by.
         usage_error("--elastic relaunches synchronous training only (not --mode async)")
-    shards = option_value(train_args, "--logical-shards") or "0"
+    shards = train_option(train_args, "--logical-shards") or "0"
     if not shards.isdigit():
         usage_error(f"--logical-shards wants a non-negative integer, got '{shards}'")
     hosts = read_hostfile(a.hostfile)

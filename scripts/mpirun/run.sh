@@ -80,6 +80,8 @@ Elastic (relaunch on the hosts that still answer after a rank fails; docs/run-di
                          on it), fits their slots (or --ppn per host) and lies in
                          [--min-np, --max-np]; a host that answers again is used again.
                          Needs --hostfile and train's --run-dir (sync mode); replaces -np.
+                         --run-dir, --logical-shards and --mode may also come from train's
+                         --config file (TOML; the command line wins, as for ringtrain).
                          Each change goes to <run-dir>/membership.jsonl and summary.json's
                          `membership`. A launch's odls_base_sigkill_timeout is 2 (not 10)
                          unless given: a failed launch then ends in ~4 s instead of ~20 s.

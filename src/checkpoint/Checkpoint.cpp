@@ -45,7 +45,7 @@ std::uint32_t crc32_of(std::span<const std::byte> bytes) {
 // -Wstringop-overflow false positive, and one allocation is cheaper anyway).
 class ByteWriter {
  public:
-  explicit ByteWriter(std::vector<std::byte>& out) : out_(out) {}
+  explicit ByteWriter(std::span<std::byte> out) : out_(out) {}
   void bytes(const void* p, std::size_t n) {
     if (n > 0) std::memcpy(out_.data() + pos_, p, n);
     pos_ += n;
@@ -57,7 +57,7 @@ class ByteWriter {
   std::size_t pos() const noexcept { return pos_; }
 
  private:
-  std::vector<std::byte>& out_;
+  std::span<std::byte> out_;
   std::size_t pos_ = 0;
 };
 
@@ -70,11 +70,8 @@ T get(std::span<const std::byte> bytes, std::size_t offset) {
 
 std::span<const std::byte> as_bytes_of(const std::vector<float>& v) { return std::as_bytes(std::span(v)); }
 
-std::vector<float> floats_from(std::span<const std::byte> bytes, const std::string& source, const char* section) {
-  if (bytes.size() % sizeof(float) != 0) {
-    throw std::runtime_error(fmt::format("{}: section '{}': size {} is not a multiple of 4 bytes", source,
-                                         section, bytes.size()));
-  }
+// A section's floats (its size checked by checked_meta).
+std::vector<float> floats_from(std::span<const std::byte> bytes) {
   std::vector<float> out(bytes.size() / sizeof(float));
   if (!out.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
   return out;
@@ -88,6 +85,44 @@ std::vector<std::byte> Checkpoint::serialize(const CheckpointData& data) {
   return out;
 }
 
+CheckpointLayout Checkpoint::layout(std::size_t meta_bytes, std::size_t params_bytes, std::size_t buffers_bytes,
+                                    std::size_t optimizer_bytes) {
+  static_assert(CheckpointLayout::kSections == std::size(kSectionNames));
+  CheckpointLayout l;
+  l.size = {meta_bytes, params_bytes, buffers_bytes, optimizer_bytes};
+  std::size_t offset = kPreambleBytes + CheckpointLayout::kSections * kEntryBytes + 4;
+  for (std::size_t i = 0; i < CheckpointLayout::kSections; ++i) {
+    l.offset[i] = offset;
+    offset += l.size[i];
+  }
+  l.total = offset;
+  return l;
+}
+
+void Checkpoint::seal(std::span<std::byte> image, const CheckpointLayout& layout) {
+  if (image.size() != layout.total) {
+    throw std::invalid_argument(fmt::format("Checkpoint::seal: image of {} bytes, layout of {}", image.size(),
+                                            layout.total));
+  }
+  constexpr std::uint32_t count = CheckpointLayout::kSections;
+  std::array<std::uint32_t, count> crcs{};  // first: the sections are the bulk of the bytes
+  for (std::uint32_t i = 0; i < count; ++i) crcs[i] = crc32_of(image.subspan(layout.offset[i], layout.size[i]));
+  ByteWriter w(image);
+  w.bytes(kMagic.data(), kMagic.size());
+  w.put<std::uint32_t>(kFormatVersion);
+  w.put<std::uint32_t>(count);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::array<char, kNameBytes> name{};
+    std::strncpy(name.data(), kSectionNames[i], kNameBytes - 1);
+    w.bytes(name.data(), kNameBytes);
+    w.put<std::uint64_t>(layout.offset[i]);
+    w.put<std::uint64_t>(layout.size[i]);
+    w.put<std::uint32_t>(crcs[i]);
+    w.put<std::uint32_t>(0);
+  }
+  w.put<std::uint32_t>(crc32_of(image.first(w.pos())));
+}
+
 void Checkpoint::serialize_into(const CheckpointData& data, std::vector<std::byte>& out) {
   const std::string meta_text = data.meta.dump(2);
   const std::span<const std::byte> payloads[] = {
@@ -96,32 +131,21 @@ void Checkpoint::serialize_into(const CheckpointData& data, std::vector<std::byt
       as_bytes_of(data.buffers),
       as_bytes_of(data.optimizer_state),
   };
-  constexpr std::uint32_t count = std::size(kSectionNames);
-
-  std::size_t total = kPreambleBytes + count * kEntryBytes + 4;
-  for (const auto& p : payloads) total += p.size();
-  out.resize(total);  // every byte is written below
-  ByteWriter w(out);
-
-  w.bytes(kMagic.data(), kMagic.size());
-  w.put<std::uint32_t>(kFormatVersion);
-  w.put<std::uint32_t>(count);
-  std::uint64_t offset = kPreambleBytes + count * kEntryBytes + 4;
-  for (std::uint32_t i = 0; i < count; ++i) {
-    std::array<char, kNameBytes> name{};
-    std::strncpy(name.data(), kSectionNames[i], kNameBytes - 1);
-    w.bytes(name.data(), kNameBytes);
-    w.put<std::uint64_t>(offset);
-    w.put<std::uint64_t>(payloads[i].size());
-    w.put<std::uint32_t>(crc32_of(payloads[i]));
-    w.put<std::uint32_t>(0);
-    offset += payloads[i].size();
+  const CheckpointLayout l = layout(payloads[0].size(), payloads[1].size(), payloads[2].size(), payloads[3].size());
+  out.resize(l.total);  // every byte is written below
+  for (std::size_t i = 0; i < CheckpointLayout::kSections; ++i) {
+    if (!payloads[i].empty()) std::memcpy(out.data() + l.offset[i], payloads[i].data(), payloads[i].size());
   }
-  w.put<std::uint32_t>(crc32_of(std::span(out).first(w.pos())));
-  for (const auto& p : payloads) w.bytes(p.data(), p.size());
+  seal(out, l);
 }
 
-CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const std::string& source) {
+namespace {
+
+using Sections = std::array<std::span<const std::byte>, CheckpointLayout::kSections>;
+
+// Every section of a serialised checkpoint, after checking the header, the section table
+// and each section's CRC32.
+Sections checked_sections(std::span<const std::byte> bytes, const std::string& source) {
   auto fail = [&](const std::string& section, const std::string& what) -> std::runtime_error {
     return std::runtime_error(fmt::format("{}: {}: {}", source, section, what));
   };
@@ -130,9 +154,9 @@ CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const s
     throw fail("header", "not a ringtrain checkpoint (bad magic)");
   }
   const auto version = get<std::uint32_t>(bytes, 8);
-  if (version != kFormatVersion) {
+  if (version != Checkpoint::kFormatVersion) {
     throw fail("header", fmt::format("format version {} is not supported (expected {})", version,
-                                     kFormatVersion));
+                                     Checkpoint::kFormatVersion));
   }
   const auto count = get<std::uint32_t>(bytes, 12);
   if (count != std::size(kSectionNames)) {
@@ -144,7 +168,7 @@ CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const s
     throw fail("header", "CRC32 mismatch in the section table (corrupt file)");
   }
 
-  std::span<const std::byte> sections[std::size(kSectionNames)];
+  Sections sections;
   std::uint64_t expected_offset = table_end + 4;  // payloads follow the table back to back
   for (std::uint32_t i = 0; i < count; ++i) {
     const std::size_t entry = kPreambleBytes + i * kEntryBytes;
@@ -173,16 +197,40 @@ CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const s
                                       bytes.size() - expected_offset, expected_offset));
   }
 
-  CheckpointData data;
+  return sections;
+}
+
+// The metadata of checked sections, validated against the sections' sizes.
+Json checked_meta(const Sections& sections, const std::string& source) {
+  Json meta;
   try {
-    data.meta = Json::parse(std::string_view(reinterpret_cast<const char*>(sections[0].data()), sections[0].size()));
+    meta = Json::parse(std::string_view(reinterpret_cast<const char*>(sections[0].data()), sections[0].size()));
   } catch (const std::exception& e) {
-    throw fail("meta", e.what());
+    throw std::runtime_error(fmt::format("{}: meta: {}", source, e.what()));
   }
-  data.params = floats_from(sections[1], source, "params");
-  validate_checkpoint_meta(data.meta, data.params.size(), source);
-  data.buffers = floats_from(sections[2], source, "buffers");
-  data.optimizer_state = floats_from(sections[3], source, "optimizer");
+  for (std::size_t i = 1; i < sections.size(); ++i) {
+    if (sections[i].size() % sizeof(float) != 0) {
+      throw std::runtime_error(fmt::format("{}: section '{}': size {} is not a multiple of 4 bytes", source,
+                                           kSectionNames[i], sections[i].size()));
+    }
+  }
+  validate_checkpoint_meta(meta, sections[1].size() / sizeof(float), source);
+  return meta;
+}
+
+}  // namespace
+
+Json Checkpoint::verify(std::span<const std::byte> bytes, const std::string& source) {
+  return checked_meta(checked_sections(bytes, source), source);
+}
+
+CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const std::string& source) {
+  const Sections sections = checked_sections(bytes, source);
+  CheckpointData data;
+  data.meta = checked_meta(sections, source);
+  data.params = floats_from(sections[1]);
+  data.buffers = floats_from(sections[2]);
+  data.optimizer_state = floats_from(sections[3]);
   return data;
 }
 

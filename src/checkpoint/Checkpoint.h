@@ -4,6 +4,7 @@
 // checkpoint intact.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -24,9 +25,28 @@ struct CheckpointData {
   std::vector<float> optimizer_state;
 };
 
+// Where each section's bytes go in a serialised checkpoint: meta, params, buffers,
+// optimizer, back to back after the header and section table.
+struct CheckpointLayout {
+  static constexpr std::size_t kSections = 4;
+  std::array<std::size_t, kSections> offset{};
+  std::array<std::size_t, kSections> size{};
+  std::size_t total = 0;
+};
+
 class Checkpoint {
  public:
   static constexpr std::uint32_t kFormatVersion = 1;
+
+  // Serialising in place (what RAM snapshots do: the state is copied straight into the
+  // file's mapped pages at the step boundary, and another thread checksums it): the layout
+  // for sections of these sizes in bytes; the caller copies each section's bytes to its
+  // offset, then seal() writes the header and the section table with every section's
+  // CRC32. serialize_into() is exactly these steps.
+  static CheckpointLayout layout(std::size_t meta_bytes, std::size_t params_bytes, std::size_t buffers_bytes,
+                                 std::size_t optimizer_bytes);
+  // image: layout.total bytes with the sections in place.
+  static void seal(std::span<std::byte> image, const CheckpointLayout& layout);
 
   // Serialises to the on-disk byte layout.
   static std::vector<std::byte> serialize(const CheckpointData& data);
@@ -36,6 +56,8 @@ class Checkpoint {
   // Parses and validates bytes; `source` names the file in errors. Throws
   // std::runtime_error "<source>: <section>: <problem>".
   static CheckpointData deserialize(std::span<const std::byte> bytes, const std::string& source);
+  // Every check deserialize() makes, without copying the sections out; the metadata.
+  static Json verify(std::span<const std::byte> bytes, const std::string& source);
 
   // kFsync: survives a machine crash. kRenameOnly: for files in RAM (/dev/shm), which a
   // crash loses anyway; still atomic for the processes that read it.

@@ -22,8 +22,9 @@ std::int64_t step_of(const std::string& name) {
   return std::stoll(digits);
 }
 
-// The snapshots directly in dir, oldest first.
-std::vector<SnapshotFile> snapshots_in(const fs::path& dir) {
+}  // namespace
+
+std::vector<SnapshotFile> snapshots_in_dir(const fs::path& dir) {
   std::vector<SnapshotFile> found;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -33,8 +34,6 @@ std::vector<SnapshotFile> snapshots_in(const fs::path& dir) {
   std::sort(found.begin(), found.end(), [](const SnapshotFile& a, const SnapshotFile& b) { return a.step < b.step; });
   return found;
 }
-
-}  // namespace
 
 std::string snapshot_run_id(const fs::path& run_dir) {
   std::error_code ec;
@@ -71,11 +70,11 @@ std::vector<SnapshotFile> list_snapshots(const fs::path& root) {
   // node-*-of-<n'>/ beside the old ones; all of them count).
   for (fs::directory_iterator node(root, ec), end; !ec && node != end; node.increment(ec)) {
     if (!node->is_directory(ec)) continue;
-    for (auto& f : snapshots_in(node->path())) all.push_back(std::move(f));
+    for (auto& f : snapshots_in_dir(node->path())) all.push_back(std::move(f));
     std::error_code ec2;
     for (fs::directory_iterator sub(node->path(), ec2), end2; !ec2 && sub != end2; sub.increment(ec2)) {
       if (!sub->is_directory(ec2)) continue;
-      for (auto& f : snapshots_in(sub->path())) all.push_back(std::move(f));
+      for (auto& f : snapshots_in_dir(sub->path())) all.push_back(std::move(f));
     }
   }
   std::stable_sort(all.begin(), all.end(), [](const SnapshotFile& a, const SnapshotFile& b) {
@@ -100,14 +99,6 @@ std::optional<FoundSnapshot> newest_complete_snapshot(const fs::path& root,
     }
   }
   return std::nullopt;
-}
-
-void write_snapshot(const fs::path& dir, std::int64_t step, const std::vector<std::byte>& bytes, int keep) {
-  Checkpoint::write(dir / snapshot_file_name(step), bytes, Checkpoint::Durability::kRenameOnly);
-  const std::vector<SnapshotFile> found = snapshots_in(dir);
-  const std::size_t excess = found.size() > static_cast<std::size_t>(keep) ? found.size() - keep : 0;
-  std::error_code ec;
-  for (std::size_t i = 0; i < excess; ++i) fs::remove(found[i].path, ec);
 }
 
 std::string remove_snapshot_root(const fs::path& root) {

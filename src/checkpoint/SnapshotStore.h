@@ -8,8 +8,9 @@
 //
 // Files are named by the node that holds them, so emulated nodes that share one /dev/shm
 // never write the same file. A file is a checkpoint (Checkpoint.h: sections with CRC32s),
-// written to a temporary name and renamed, so a snapshot is either complete or absent
-// under its name; a torn or corrupt one fails its CRC when read and is skipped.
+// written under a temporary name and renamed (SnapshotSlots.h), so a snapshot is either
+// complete or absent under its name; a torn or corrupt one fails its CRC when read and is
+// skipped.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +40,8 @@ struct SnapshotFile {
   std::int64_t step = 0;
   std::filesystem::path path;
 };
+// The snapshots directly in dir, oldest first.
+std::vector<SnapshotFile> snapshots_in_dir(const std::filesystem::path& dir);
 // Every snapshot file under root (any node, own or copy), newest step first.
 std::vector<SnapshotFile> list_snapshots(const std::filesystem::path& root);
 
@@ -51,11 +54,6 @@ struct FoundSnapshot {
 };
 std::optional<FoundSnapshot> newest_complete_snapshot(const std::filesystem::path& root,
                                                       const std::function<void(const std::string&)>& skipped);
-
-// Writes bytes as dir/snap-<step>.rtck atomically (no fsync: RAM), then deletes all but the
-// newest `keep` snapshots in dir. Throws std::runtime_error naming the file on failure
-// (the previous snapshots stay).
-void write_snapshot(const std::filesystem::path& dir, std::int64_t step, const std::vector<std::byte>& bytes, int keep);
 
 // Removes root and everything under it; another node sharing the filesystem may be removing
 // it too. Returns an empty string, or why it could not.

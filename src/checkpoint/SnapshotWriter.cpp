@@ -4,7 +4,11 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <utility>
 
@@ -34,6 +38,44 @@ void yield_to_training() noexcept {
   pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
 }
 
+// Room for the metadata section (a few kB) and its growth from one snapshot to the next.
+constexpr std::size_t kMetaRoom = 64 * 1024;
+
+// Snapshot files made ready off the step's path (SnapshotSlots::prepare, prepare_all). A
+// failure here is not reported: the snapshot's own open() tries again and warns.
+void prepare_next(SnapshotSlots& slots, std::size_t bytes) noexcept {
+  try {
+    slots.prepare(bytes);
+  } catch (const std::exception&) {
+  }
+}
+
+void prepare_all(SnapshotSlots& slots, std::size_t bytes) noexcept {
+  try {
+    slots.prepare_all(bytes);
+  } catch (const std::exception&) {
+  }
+}
+
+// RINGTRAIN_TEST_SNAPSHOT_KILL_AT (SnapshotWriter.h), or -1.
+std::int64_t kill_at_from_env() {
+  const char* v = std::getenv("RINGTRAIN_TEST_SNAPSHOT_KILL_AT");
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  const long long step = std::strtoll(v, &end, 10);
+  return *end == '\0' && step > 0 ? step : -1;
+}
+
+// The test hook's kill: the state is in the file, its header and section table half
+// written (the second half zeros); then the process dies as a lost node does.
+[[noreturn]] void die_while_sealing(std::span<std::byte> image, const CheckpointLayout& layout) {
+  Checkpoint::seal(image, layout);
+  const std::size_t header = layout.offset[0];
+  std::memset(image.data() + header / 2, 0, header - header / 2);
+  ::kill(::getpid(), SIGKILL);
+  std::abort();
+}
+
 }  // namespace
 
 double SnapshotWriter::thread_cpu_seconds() noexcept {
@@ -42,16 +84,27 @@ double SnapshotWriter::thread_cpu_seconds() noexcept {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, int keep,
+SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, int keep, std::size_t state_bytes,
                                std::function<void(const std::string&)> warn)
     : comm_(comm), root_(std::move(root)), keep_(keep), warn_(std::move(warn)), place_(comm.node_place()) {
   leader_ = place_.leader_of(place_.node) == comm.rank();
+  if (leader_) kill_at_ = kill_at_from_env();
   // The channel's communicator is made (and freed) by every rank, as MPI wants; the
   // leaders use it.
   if (place_.nodes > 1) {
     peer_ = std::make_unique<PeerChannel>(comm);
     exchanges_ = leader_;
     next_leader_ = place_.leader_of((place_.node + 1) % place_.nodes);
+  }
+  // Every snapshot file this leader will write, made ready before the first step.
+  if (leader_) {
+    own_slots_ = std::make_unique<SnapshotSlots>(own_dir(), keep_);
+    prepare_all(*own_slots_, state_bytes + kMetaRoom);
+  }
+  if (exchanges_) {
+    const int from = (place_.node + place_.nodes - 1) % place_.nodes;
+    peer_slots_ = std::make_unique<SnapshotSlots>(snapshot_peer_dir(own_dir(), from), keep_);
+    prepare_all(*peer_slots_, state_bytes + kMetaRoom);
   }
   thread_ = std::thread([this] { loop(); });
 }
@@ -103,46 +156,79 @@ void SnapshotWriter::wait_idle() {
   idle_.wait(lock, [&] { return pending_ == 0; });
 }
 
-bool SnapshotWriter::take(std::int64_t step, std::span<const float> params, std::span<const float> buffers,
-                          std::span<const float> optimizer_state, Json meta) {
+SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const float> params,
+                                           std::span<const float> buffers, std::span<const float> optimizer_state,
+                                           const Json& meta) {
   {
     std::lock_guard lock(mutex_);
     if (writing_) {
       ++stats_.skipped;
-      return false;
+      return Taken::kBusy;
     }
   }
-  // The snapshot thread leaves slot_ alone until writing_ is set again; assign() reuses
-  // the vectors' memory, so after the first snapshot this is a copy and no allocation.
-  slot_.params.assign(params.begin(), params.end());
-  slot_.buffers.assign(buffers.begin(), buffers.end());
-  slot_.optimizer_state.assign(optimizer_state.begin(), optimizer_state.end());
-  slot_.meta = std::move(meta);
+  // The snapshot thread leaves own_slots_ and image_ alone until writing_ is set again.
+  try {
+    const std::string meta_text = meta.dump(2);
+    const std::span<const std::byte> sections[] = {std::as_bytes(std::span(meta_text)), std::as_bytes(params),
+                                                   std::as_bytes(buffers), std::as_bytes(optimizer_state)};
+    layout_ = Checkpoint::layout(sections[0].size(), sections[1].size(), sections[2].size(), sections[3].size());
+    image_ = own_slots_->open(layout_.total);
+    for (std::size_t i = 0; i < CheckpointLayout::kSections; ++i) {
+      if (!sections[i].empty()) std::memcpy(image_.data() + layout_.offset[i], sections[i].data(), sections[i].size());
+    }
+  } catch (const std::exception& e) {  // no room for the file: this one is lost, training goes on
+    own_slots_->abandon();
+    warn_(fmt::format("snapshot at step {} not written ({}); the previous one stays", step, e.what()));
+    std::lock_guard lock(mutex_);
+    ++stats_.failed;
+    return Taken::kFailed;
+  }
   {
     std::lock_guard lock(mutex_);
     writing_ = true;
   }
   post([this, step] { write_own(step); });
-  return true;
+  return Taken::kYes;
 }
 
 void SnapshotWriter::write_own(std::int64_t step) {
   bool ok = true;
   try {
-    Checkpoint::serialize_into(slot_, image_);  // image_ keeps its memory from one snapshot to the next
-    write_snapshot(own_dir(), step, image_, keep_);
-  } catch (const std::exception& e) {  // out of memory or space: this one is lost, training goes on
+    if (step == kill_at_) die_while_sealing(image_, layout_);
+    Checkpoint::seal(image_, layout_);
+    own_slots_->commit(step);
+    prepare_next(*own_slots_, layout_.total + kMetaRoom);
+    // A newer one replaces one not yet sent; copied here, outside the lock the main thread
+    // takes every step, into memory used before.
+    if (exchanges_) copy_.assign(image_.begin(), image_.end());
+  } catch (const std::exception& e) {  // the rename failed: this one is lost, training goes on
     ok = false;
-    image_.clear();
+    own_slots_->abandon();
     warn_(fmt::format("snapshot at step {} not written ({}); the previous one stays", step, e.what()));
   }
   std::lock_guard lock(mutex_);
   writing_ = false;
-  stats_.bytes = static_cast<std::int64_t>(image_.size());
+  stats_.bytes = static_cast<std::int64_t>(layout_.total);
   (ok ? stats_.written : stats_.failed) += 1;
-  // A newer one replaces one not yet sent; outgoing_ and sending_ trade their buffers, so
-  // this copy lands in memory used before.
-  if (exchanges_ && !image_.empty()) outgoing_.assign(image_.begin(), image_.end());
+  if (exchanges_ && ok) outgoing_.swap(copy_);
+}
+
+void SnapshotWriter::write_received(const std::vector<std::byte>& bytes, int from) {
+  const std::filesystem::path dir = snapshot_peer_dir(own_dir(), from);
+  bool ok = true;
+  try {
+    const Json meta = Checkpoint::verify(bytes, (dir / "received").string());  // every CRC
+    const std::span<std::byte> file = peer_slots_->open(bytes.size());
+    std::memcpy(file.data(), bytes.data(), bytes.size());
+    peer_slots_->commit(meta.at("global_step").as_int());
+    prepare_next(*peer_slots_, bytes.size() + kMetaRoom);
+  } catch (const std::exception& e) {
+    ok = false;
+    peer_slots_->abandon();
+    warn_(fmt::format("copy of node {}'s snapshot not written ({}); the previous one stays", from, e.what()));
+  }
+  std::lock_guard lock(mutex_);
+  (ok ? stats_.received : stats_.failed) += 1;
 }
 
 void SnapshotWriter::progress() {
@@ -168,19 +254,7 @@ void SnapshotWriter::progress_receive() {
     auto bytes = std::make_shared<std::vector<std::byte>>(std::move(receiving_));
     receiving_ = {};
     const int from = (place_.node + place_.nodes - 1) % place_.nodes;
-    post([this, bytes, from] {
-      const std::filesystem::path dir = snapshot_peer_dir(own_dir(), from);
-      bool ok = true;
-      try {
-        const CheckpointData data = Checkpoint::deserialize(*bytes, (dir / "received").string());
-        write_snapshot(dir, data.meta.at("global_step").as_int(), *bytes, keep_);
-      } catch (const std::exception& e) {
-        ok = false;
-        warn_(fmt::format("copy of node {}'s snapshot not written ({}); the previous one stays", from, e.what()));
-      }
-      std::lock_guard lock(mutex_);
-      (ok ? stats_.received : stats_.failed) += 1;
-    });
+    post([this, bytes, from] { write_received(*bytes, from); });
   }
   const auto arrival = peer_->probe();
   if (!arrival) return;

@@ -1,17 +1,24 @@
 // RAM snapshots of a synchronous run (--snapshot-every K, issue 23): every K steps each
-// node's leader copies the training state at the step boundary and a thread of its own
-// serialises it (the checkpoint format, CRC32s) into its node's snapshot directory
-// (SnapshotStore.h), keeping the newest two; the same bytes go to the next node's leader
-// (node order, wrapping), which keeps them as that node's copy. The parameters are
-// replicated, so one writer per node is enough.
+// node's leader copies the training state at the step boundary straight into a mapped
+// snapshot file (SnapshotSlots.h) and a thread of its own computes the CRC32s, seals the
+// file and renames it into place in its node's snapshot directory (SnapshotStore.h),
+// keeping the newest two; the same bytes go to the next node's leader (node order,
+// wrapping), which keeps them as that node's copy. The parameters are replicated, so one
+// writer per node is enough.
 //
-// Off the step's critical path: the step pays for one copy of the state; serialising,
-// checksumming and writing run on the snapshot thread, which never calls MPI. The copy to
-// the next node travels on a PeerChannel (its own communicator: its messages never match
-// the all-reduce's) with non-blocking sends and receives that the main thread posts and
-// tests at step boundaries, where the communication thread is idle (MPI_THREAD_SERIALIZED
-// allows one thread in MPI at a time); MPI moves the bytes during the next steps' calls.
-// Nothing waits on a snapshot before finish().
+// Off the step's critical path: the step pays for one copy of the state (memory
+// bandwidth, into pages mapped and reserved once); checksumming and renaming run on the
+// snapshot thread, which never calls MPI. The copy to the next node travels on a
+// PeerChannel (its own communicator: its messages never match the all-reduce's) with
+// non-blocking sends and receives that the main thread posts and tests at step boundaries,
+// where the communication thread is idle (MPI_THREAD_SERIALIZED allows one thread in MPI at
+// a time); MPI moves the bytes during the next steps' calls. Nothing waits on a snapshot
+// before finish().
+//
+// For tests only: RINGTRAIN_TEST_SNAPSHOT_KILL_AT=<step> in a leader's environment makes its
+// snapshot thread SIGKILL the process halfway through sealing the snapshot of that step
+// (after the state is in the file, before its section table is whole): a node lost while a
+// snapshot is being written, at a point a test can name.
 #pragma once
 
 #include <condition_variable>
@@ -27,6 +34,7 @@
 #include <vector>
 
 #include "checkpoint/Checkpoint.h"
+#include "checkpoint/SnapshotSlots.h"
 #include "collectives/Communicator.h"
 #include "collectives/Mpi.h"
 #include "common/Json.h"
@@ -44,12 +52,14 @@ class SnapshotWriter {
     std::int64_t sent = 0;           // copies sent to the next node
     std::int64_t received = 0;       // copies from the previous node written here
     std::int64_t bytes = 0;          // size of the last snapshot
-    double thread_cpu_seconds = 0.0;  // CPU time of the snapshot thread (serialise, CRC, write)
+    double thread_cpu_seconds = 0.0;  // CPU time of the snapshot thread (CRC, seal, rename, copies)
   };
 
-  // Collective over comm (the peer channel is a communicator of its own). `warn` prints a
-  // warning line (a snapshot not written, from the snapshot thread too).
-  SnapshotWriter(Communicator& comm, std::filesystem::path root, int keep,
+  // Collective over comm (the peer channel is a communicator of its own). `state_bytes`:
+  // the size of the state (parameters, buffers, optimizer state), for which a leader makes
+  // its first snapshot file ready here, before the steps. `warn` prints a warning line (a
+  // snapshot not written, from the snapshot thread too).
+  SnapshotWriter(Communicator& comm, std::filesystem::path root, int keep, std::size_t state_bytes,
                  std::function<void(const std::string&)> warn);
   // Joins the snapshot thread; never waits on MPI (after an error the peers may be gone).
   ~SnapshotWriter();
@@ -61,10 +71,13 @@ class SnapshotWriter {
   const std::filesystem::path& root() const noexcept { return root_; }
   std::filesystem::path own_dir() const;
 
-  // Node leaders, at a step boundary: copies the state for the snapshot thread. False (and
-  // nothing copied) while the previous snapshot is still being written: this one is skipped.
-  bool take(std::int64_t step, std::span<const float> params, std::span<const float> buffers,
-            std::span<const float> optimizer_state, Json meta);
+  // Node leaders, at a step boundary: copies the state into a snapshot file for the
+  // snapshot thread. kBusy (nothing copied) while the previous snapshot is still being
+  // written: this one is skipped. kFailed when no file could be had (a full /dev/shm: a
+  // warning says why; the previous snapshots stay).
+  enum class Taken { kYes, kBusy, kFailed };
+  Taken take(std::int64_t step, std::span<const float> params, std::span<const float> buffers,
+             std::span<const float> optimizer_state, const Json& meta);
   // Every rank, every step boundary (cheap: a test or probe): moves the copies along.
   void progress();
   // Collective, at the end of the run: every snapshot written, every copy delivered and
@@ -82,6 +95,7 @@ class SnapshotWriter {
   void loop();
   void wait_idle();
   void write_own(std::int64_t step);
+  void write_received(const std::vector<std::byte>& bytes, int from);
   void progress_send();
   void progress_receive();
 
@@ -102,11 +116,20 @@ class SnapshotWriter {
   std::deque<std::function<void()>> tasks_;
   int pending_ = 0;
   bool stopping_ = false;
-  bool writing_ = false;            // the own snapshot in slot_ is not written yet
-  CheckpointData slot_;             // the state taken at the step boundary
-  std::vector<std::byte> image_;    // slot_ serialised (the snapshot thread's)
+  bool writing_ = false;             // the own snapshot in image_ is not sealed yet
   std::vector<std::byte> outgoing_;  // serialised, waiting to be sent (newest only)
   Stats stats_;
+
+  // The own snapshot being written: the main thread fills it in take(), the snapshot thread
+  // seals it; writing_ hands it over.
+  std::unique_ptr<SnapshotSlots> own_slots_;
+  CheckpointLayout layout_;
+  std::span<std::byte> image_;
+  std::int64_t kill_at_ = -1;  // RINGTRAIN_TEST_SNAPSHOT_KILL_AT
+
+  // Snapshot thread only.
+  std::unique_ptr<SnapshotSlots> peer_slots_;  // the copies from the previous node
+  std::vector<std::byte> copy_;                // the newest own snapshot, before it is outgoing_
 
   // Main thread only.
   std::vector<std::byte> sending_;

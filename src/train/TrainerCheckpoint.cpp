@@ -77,7 +77,10 @@ void Trainer::State::setup_snapshots() {
   comm.barrier();
   if (config.snapshot_every == 0) return;
   const int r = rank;
-  snapshots = std::make_unique<SnapshotWriter>(comm, snapshot_root, kKeepSnapshots, [r](const std::string& message) {
+  const std::size_t state_bytes =
+      sizeof(float) * (model_->params().size() + model_->buffers().size() + optimizer->state().size());
+  snapshots = std::make_unique<SnapshotWriter>(comm, snapshot_root, kKeepSnapshots, state_bytes,
+                                               [r](const std::string& message) {
     fmt::print(stderr, "ringtrain: [rank {}] warning: {}\n", r, message);
     std::fflush(stderr);
   });
@@ -102,8 +105,15 @@ void Trainer::State::take_snapshot() {
   Json meta = checkpoint_meta(config, *model_, world,
                               {pos, totals, elapsed(), optimizer->name(), optimizer->steps_taken(),
                                schedule->lr(static_cast<double>(pos.epoch)), last_test_accuracy});
-  if (!snapshots->take(pos.global_step, model_->params(), buffers, optimizer->state(), std::move(meta))) {
-    record_event(fmt::format("snapshot at step {} skipped: the previous one is still being written", pos.global_step));
+  switch (snapshots->take(pos.global_step, model_->params(), buffers, optimizer->state(), meta)) {
+    case SnapshotWriter::Taken::kYes:
+      break;
+    case SnapshotWriter::Taken::kBusy:
+      record_event(fmt::format("snapshot at step {} skipped: the previous one is still being written", pos.global_step));
+      break;
+    case SnapshotWriter::Taken::kFailed:
+      record_event(fmt::format("snapshot at step {} not written (see the warning)", pos.global_step));
+      break;
   }
 }
 

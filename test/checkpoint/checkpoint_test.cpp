@@ -6,9 +6,14 @@
 #include <functional>
 #include <fstream>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include "checkpoint/Checkpoint.h"
+#include "checkpoint/SnapshotSlots.h"
+#include "checkpoint/SnapshotStore.h"
 
 using namespace ringtrain;
 using Catch::Matchers::Contains;
@@ -255,4 +260,56 @@ TEST_CASE("Checkpoint::write on a full filesystem: error naming the file, no .tm
   std::string kept;
   in >> kept;
   CHECK(kept == "previous");
+}
+
+TEST_CASE("SnapshotSlots: written in place, the newest two kept, pruned files reused, a failed write keeps them") {
+  const auto dir = temp_dir() / "node";
+  CheckpointData d = sample();
+  SnapshotSlots slots(dir, 2);
+  auto inode = [](const std::filesystem::path& p) {
+    struct stat st {};
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    return st.st_ino;
+  };
+  // One snapshot of step `step`, built in place as SnapshotWriter does.
+  auto put = [&](std::int64_t step) {
+    d.meta.set("global_step", step);
+    const std::vector<std::byte> want = Checkpoint::serialize(d);
+    const std::string meta = d.meta.dump(2);
+    const CheckpointLayout l = Checkpoint::layout(meta.size(), 4 * d.params.size(), 4 * d.buffers.size(),
+                                                  4 * d.optimizer_state.size());
+    const std::span<std::byte> image = slots.open(l.total);
+    std::memcpy(image.data() + l.offset[0], meta.data(), meta.size());
+    std::memcpy(image.data() + l.offset[1], d.params.data(), l.size[1]);
+    std::memcpy(image.data() + l.offset[2], d.buffers.data(), l.size[2]);
+    std::memcpy(image.data() + l.offset[3], d.optimizer_state.data(), l.size[3]);
+    Checkpoint::seal(image, l);
+    CHECK(std::vector<std::byte>(image.begin(), image.end()) == want);  // the same bytes as serialize()
+    slots.commit(step);
+  };
+  auto steps = [&] {
+    std::vector<std::int64_t> found;
+    for (const SnapshotFile& f : snapshots_in_dir(dir)) found.push_back(f.step);
+    return found;
+  };
+  slots.prepare_all(1 << 16);
+  put(10);
+  put(20);
+  const auto inode_of_10 = inode(dir / snapshot_file_name(10));
+  put(30);
+  CHECK(steps() == std::vector<std::int64_t>{20, 30});
+  put(40);  // into step 10's file, the spare after step 30
+  CHECK(steps() == std::vector<std::int64_t>{30, 40});
+  CHECK(inode(dir / snapshot_file_name(40)) == inode_of_10);
+  for (std::int64_t step : {30, 40}) {
+    const auto path = dir / snapshot_file_name(step);
+    CHECK(Checkpoint::deserialize(Checkpoint::read_file(path), path.string()).meta.at("global_step").as_int() == step);
+  }
+  // A write that fails after the open (seal or rename): the slot stays a spare, 30 and 40 stay.
+  (void)slots.open(1000);
+  slots.abandon();
+  CHECK(steps() == std::vector<std::int64_t>{30, 40});
+  put(50);
+  CHECK(steps() == std::vector<std::int64_t>{40, 50});
+  CHECK_THROWS_WITH(Checkpoint::verify(std::vector<std::byte>(100), "x.rtck"), Contains("x.rtck: header"));
 }

@@ -25,7 +25,12 @@ with open(os.path.join(state, f"argv-{n}"), "w") as f:
 with open(os.path.join(state, f"hosts-{n}"), "w") as f:
     f.write(open(hostfile).read())
 train = argv[argv.index("train"):]
-run_dir = [train[i + 1] for i, a in enumerate(train) if a == "--run-dir"][-1]
+run_dirs = [train[i + 1] for i, a in enumerate(train) if a == "--run-dir"]
+if not run_dirs:  # from train's --config, as ringtrain would take it
+    import tomllib
+    with open(train[train.index("--config") + 1], "rb") as f:
+        run_dirs = [tomllib.load(f)["run-dir"]]
+run_dir = run_dirs[-1]
 with open(os.path.join(state, "plan")) as f:
     plan = f.read().splitlines()
 words = plan[n - 1].split() if n <= len(plan) else ["exit=99"]

@@ -116,6 +116,15 @@ elastic "steps=1-5 down=b exit=137" "steps=5-9 summary" -- -- train --model lene
 [[ $rc -eq 0 && $(hosts_of 2) == a,c ]] || fail "7: exit $rc, hosts $(hosts_of 2)"
 grep -q "no --logical-shards" "$tmp/err" || fail "7: no note that results depend on the rank count"
 
+# 7b. --run-dir and --logical-shards from train's --config (TOML, '-' or '_' keys): S = 4
+#     from the file makes launch 1 np 2 on 3 hosts (np 3 would not divide it).
+printf 'logical_shards = 4\nrun-dir = "%s"\n' "$tmp/run" >"$tmp/c.toml"
+elastic "steps=1-5 summary" -- -- train --model lenet5 --config "$tmp/c.toml"
+[[ $rc -eq 0 ]] || fail "7b: exit $rc: $(cat "$tmp/err")"
+grep -q -- '-np 2 ' "$FAKE_ELASTIC_DIR/argv-1" || fail "7b: launch 1 not at -np 2: $(cat "$FAKE_ELASTIC_DIR/argv-1")"
+grep -q "no --logical-shards" "$tmp/err" && fail "7b: --logical-shards in --config not seen"
+py "m[0]['np'] == 2 and m[0]['logical_shards'] == 4"
+
 # 8. Usage errors: exit 2 with one line naming the flag, nothing launched.
 expect_usage() {
   rm -rf "$FAKE_ELASTIC_DIR"; mkdir -p "$FAKE_ELASTIC_DIR"; : >"$FAKE_ELASTIC_DIR/plan"
@@ -134,5 +143,11 @@ expect_usage --elastic --hostfile "$tmp/hosts" --min-np 0 -- "${train[@]}"
 expect_usage --min-np 2 --hostfile "$tmp/hosts" -- "${train[@]}"
 expect_usage --elastic --hostfile "$tmp/hosts" -- eval --checkpoint x
 expect_usage --elastic --hostfile "$tmp/hosts" -- "${train[@]}" --mode async
+printf 'mode = "async"\n' >"$tmp/async.toml"
+expect_usage --elastic --hostfile "$tmp/hosts" -- "${train[@]}" --config "$tmp/async.toml"
+printf 'run-dir: %s\n' "$tmp/run" >"$tmp/c.ini"
+expect_usage --elastic --hostfile "$tmp/hosts" -- train --model lenet5 --config "$tmp/c.ini"
+grep -q "config $tmp/c.ini" "$tmp/err" || fail "8: the INI --config not named: $(cat "$tmp/err")"
+expect_usage --elastic --hostfile "$tmp/hosts" -- train --model lenet5 --config "$tmp/missing.toml"
 
 finish test_elastic

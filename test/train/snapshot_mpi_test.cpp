@@ -111,22 +111,23 @@ TEST_CASE("snapshots: every K steps on each node and the next, resume bit-identi
   TrainConfig c = snap_config(17);
   c.snapshot_every = 5;  // at steps 5, 10, 15: the newest two stay
   train(c);
-  // Each node holds its own snapshots and the previous node's copies.
+  // Each node holds its own snapshots and the previous node's copies; step 5's file is kept
+  // as the spare that the next snapshot would be written into (SnapshotSlots.h).
   const int k = world_rank();
   const fs::path own = snapshot_node_dir(ram(k), k, 3);
   const fs::path copy = snapshot_peer_dir(own, (k + 2) % 3);
-  const std::vector<std::string> want{"snap-000000010.rtck", "snap-000000015.rtck"};
+  const std::vector<std::string> want{"slot-0.tmp", "snap-000000010.rtck", "snap-000000015.rtck"};
   CHECK(names_in(own) == want);
   CHECK(names_in(copy) == want);
   bool ok = names_in(own) == want && names_in(copy) == want;
   for (const auto& dir : {own, copy}) {
     if (!ok) break;
-    const auto data = Checkpoint::deserialize(Checkpoint::read_file(dir / want[1]), want[1]);
+    const auto data = Checkpoint::deserialize(Checkpoint::read_file(dir / want[2]), want[2]);
     ok = data.meta.at("global_step").as_int() == 15;
   }
   // The copy is the sender's own file, byte for byte.
-  const fs::path sender = snapshot_node_dir(ram((k + 2) % 3), (k + 2) % 3, 3) / want[1];
-  ok = ok && Checkpoint::read_file(copy / want[1]) == Checkpoint::read_file(sender);
+  const fs::path sender = snapshot_node_dir(ram((k + 2) % 3), (k + 2) % 3, 3) / want[2];
+  ok = ok && Checkpoint::read_file(copy / want[2]) == Checkpoint::read_file(sender);
   REQUIRE(all_ranks(ok));
 
   Json from;
