@@ -121,7 +121,8 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--copy-s-per-byte", o.model.copy_s_per_byte,
-                 "cost model: seconds per byte of a memory copy within a node (hier's window)")
+                 "cost model: seconds per byte of a memory copy within a node (hier's window, "
+                 "messages between a node's ranks)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--rendezvous-beta-s-per-byte", o.model.rendezvous_beta_s_per_byte,

@@ -18,35 +18,50 @@ import sys
 DEFAULTS = dict(alpha_s=50e-6, beta_s_per_byte=8.06e-9, rendezvous_beta_s_per_byte=12.5e-9,
                 gamma_s_per_byte=0.1e-9, eager_limit_bytes=65536, choice_margin=0.05)
 DOUBLING_MAX = 2048  # AllreduceTuning::rd_doubling_max_bytes
+CHUNK = 65408  # AllreduceTuning::ring_chunk_bytes_network (the ring's and rab's pipeline unit)
 ORDER = ["ring", "rd", "rab"]  # preference on near-ties (AllreduceCostModel.cpp says why)
 
 
 def predict(algo, n, p, m):
+    """One rank per node (the record's cells): AllreduceCostModel.cpp's formulas with
+    ranks_per_node = link_share = 1, fp32 on the wire."""
     if p <= 1 or n == 0:
         return 0.0
     a, b, g = m["alpha_s"], m["beta_s_per_byte"], m["gamma_s_per_byte"]
     q = 1
     while q * 2 <= p:
         q *= 2
-    k = int(round(math.log2(q)))
 
-    def link(size):  # one whole message of `size` bytes: above the eager limit, rendezvous
-        return size * (m["rendezvous_beta_s_per_byte"] if size > m["eager_limit_bytes"] else b)
+    def exchange(s, reduce):  # one pipelined exchange of s bytes each way
+        c = min(s, CHUNK)
+        return a + (max(s * b + c * g, c * b + s * g) if reduce else s * b)
 
-    if algo == "ring":
-        return 2 * (p - 1) * a + (p - 1) / p * (2 * n * b + n * g)
+    if algo == "ring":  # the larger of the chunk's latency chain and the link's load
+        s = n / p
+        c = min(s, CHUNK)
+        chain = 2 * (p - 1) * (a + c * b) + (p - 1) * c * g
+        link = (p - 1) * (max(s * b, s * g) + s * b)
+        return max(chain, link)
     if algo == "rab":
-        fold = 0.0 if q == p else 2 * (a + n * b) + n * g
-        return 2 * k * a + (q - 1) / q * (2 * n * b + n * g) + fold
+        t = 0.0 if q == p else exchange(n, True) + exchange(n, False)
+        s = n
+        for _ in range(int(round(math.log2(q)))):
+            s /= 2
+            t += exchange(s, True) + exchange(s, False)
+        return t
     if algo == "rd":
-        fold = 0.0 if q == p else 2 * (a + link(n)) + n * g
+        def message(size):  # whole; above the eager limit a rendezvous: two more latencies
+            if size > m["eager_limit_bytes"]:
+                return 3 * a + size * m["rendezvous_beta_s_per_byte"]
+            return a + size * b
+        t = 0.0 if q == p else 2 * message(n) + n * g
+        k = int(round(math.log2(q)))
         if n <= DOUBLING_MAX or n // 4 < q:
-            return k * (a + link(n) + n * g) + fold
-        t = 0.0
+            return t + k * (message(n) + n * g)
         for j in range(1, k + 1):
             msg = n / 2 ** j
-            t += 2 * (a + link(msg)) + msg * g
-        return t + fold
+            t += 2 * message(msg) + msg * g
+        return t
     raise ValueError(algo)
 
 

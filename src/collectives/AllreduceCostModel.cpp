@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ringtrain {
@@ -27,6 +28,7 @@ constexpr Key kKeys[] = {
     {"rendezvous_beta_s_per_byte", &AllreduceCostModel::rendezvous_beta_s_per_byte},
     {"gamma_s_per_byte", &AllreduceCostModel::gamma_s_per_byte},
     {"copy_s_per_byte", &AllreduceCostModel::copy_s_per_byte},
+    {"shm_alpha_s", &AllreduceCostModel::shm_alpha_s},
     {"eager_limit_bytes", &AllreduceCostModel::eager_limit_bytes},
     {"choice_margin", &AllreduceCostModel::choice_margin},
 };
@@ -37,19 +39,115 @@ std::string key_list() {
   return list;
 }
 
-// rd without its fold: recursive doubling of the whole vector, or halving-doubling in whole
-// messages of n/2, n/4, ... each way (above the eager limit they go by rendezvous).
-double predict_rd(double n, int q, double rounds, const AllreduceCostModel& m,
-                  bool whole_vector) {
-  const auto link = [&](double size) {
-    return size * (size > m.eager_limit_bytes ? m.rendezvous_beta_s_per_byte : m.beta_s_per_byte);
+// What the formulas need of one call: n fp32 bytes (reduced), w bytes on the wire, p ranks,
+// L ranks per node (node by node), `share` collectives sharing each node's link, the
+// pipeline chunk on the wire.
+struct Call {
+  double n = 0, w = 0;
+  int p = 1;
+  int per_node = 1;
+  int share = 1;
+  double chunk = 65408;
+  double n_per_w() const { return n / w; }
+};
+
+int pof2_below(int p) {
+  int q = 1;
+  while (q * 2 <= p) q *= 2;
+  return q;
+}
+
+// Rounds of rab and rd whose partner (distance mask < intra) shares the node: the largest
+// power of two dividing L, when the ranks are not folded (a fold shifts the pairing).
+int intra_distance(int per_node, int p, int q) { return q == p ? (per_node & -per_node) : 1; }
+
+// The ring, node by node: 2(p-1) steps of a segment s = w/p in chunks c = min(s, chunk).
+// A chunk's path through the steps (the chain) crosses h = ceil(2(p-1)/L) links and
+// 2(p-1) - h memory paths and is added (p-1) times; every link and memory path carries
+// one segment per step each way, the additions one segment per reduce-scatter step.
+double ring_seconds(const Call& c, const AllreduceCostModel& m) {
+  const double beta = m.beta_s_per_byte * c.share;
+  const double path = c.per_node > 1 ? std::max(beta, m.copy_s_per_byte) : beta;
+  const double s = c.w / c.p;
+  const double chunk = std::min(s, c.chunk);
+  const double steps = 2.0 * (c.p - 1);
+  const double h = std::ceil(steps / c.per_node);
+  const double chain = h * (m.alpha_s + chunk * beta) + (steps - h) * (m.shm_alpha_s + chunk * m.copy_s_per_byte) +
+                       (c.p - 1) * chunk * c.n_per_w() * m.gamma_s_per_byte;
+  const double link = (c.p - 1) * (std::max(s * path, s * c.n_per_w() * m.gamma_s_per_byte) + s * path);
+  return std::max(chain, link);
+}
+
+// One exchange of s wire bytes each way in pipelined chunks, the received ones added
+// (reduce) as they arrive: the latency, then the transfer or the additions, whichever is
+// slower, plus one chunk of the other.
+double exchange_seconds(double s, double latency, double beta, bool reduce, const Call& c,
+                        const AllreduceCostModel& m) {
+  if (!reduce) return latency + s * beta;
+  const double chunk = std::min(s, c.chunk);
+  const double g = c.n_per_w() * m.gamma_s_per_byte;
+  return latency + std::max(s * beta + chunk * g, chunk * beta + s * g);
+}
+
+// rab: the fold, then rounds of w/2, w/4, ..., w/q and back. A round within a node goes
+// through memory; across nodes, f = min(L, q) x share flows of a node share its link: the
+// first such round waits for all of them (f s beta on top of its own exchange), later ones
+// cost the slower of a rank's own exchange and the link's f s beta (the ranks of a node
+// drift apart by a transfer each, so one's latency overlaps another's transfer).
+double rab_seconds(const Call& c, const AllreduceCostModel& m) {
+  const int q = pof2_below(c.p);
+  const int intra = intra_distance(c.per_node, c.p, q);
+  const double beta = m.beta_s_per_byte;
+  const double flows = static_cast<double>(std::min(c.per_node, q)) * c.share;
+  double t = 0.0;
+  if (q != c.p)  // fold: the whole vector in and the result back, in chunks
+    t += exchange_seconds(c.w, m.alpha_s, beta * c.share, true, c, m) +
+         exchange_seconds(c.w, m.alpha_s, beta * c.share, false, c, m);
+  std::vector<std::pair<double, bool>> rounds;  // (wire bytes, within a node)
+  double s = c.w;
+  for (int mask = 1; mask < q; mask *= 2) rounds.emplace_back(s /= 2, mask < intra);
+  bool first_across = true;
+  for (int phase = 0; phase < 2; ++phase) {
+    const bool reduce = phase == 0;
+    for (std::size_t i = 0; i < rounds.size(); ++i) {
+      const auto [bytes, inside] = reduce ? rounds[i] : rounds[rounds.size() - 1 - i];
+      if (inside) {
+        t += exchange_seconds(bytes, m.shm_alpha_s, m.copy_s_per_byte, reduce, c, m);
+        continue;
+      }
+      const double own = exchange_seconds(bytes, m.alpha_s, beta, reduce, c, m);
+      const double others = (flows - 1) * bytes * beta;
+      if (flows <= 1) t += own;
+      else if (first_across) t += own + others;
+      else t += std::max(own, flows * bytes * beta + (reduce ? std::min(bytes, c.chunk) * c.n_per_w() * m.gamma_s_per_byte : 0.0));
+      first_across = false;
+    }
+  }
+  return t;
+}
+
+// rd: whole messages. A message of b bytes across nodes costs alpha + b beta f eagerly, or
+// 3 alpha + b rendezvous_beta f above the eager limit (request, clear to send, data), with
+// f = L x share flows on the link; within a node shm_alpha + b copy.
+double rd_seconds(const Call& c, std::size_t doubling_max_bytes, const AllreduceCostModel& m) {
+  const int q = pof2_below(c.p);
+  const int intra = intra_distance(c.per_node, c.p, q);
+  const double flows = static_cast<double>(c.per_node) * c.share;
+  const auto message = [&](double b, bool across) {
+    if (!across) return m.shm_alpha_s + b * m.copy_s_per_byte;
+    if (b > m.eager_limit_bytes) return 3 * m.alpha_s + b * m.rendezvous_beta_s_per_byte * flows;
+    return m.alpha_s + b * m.beta_s_per_byte * flows;
   };
-  if (whole_vector) return rounds * (m.alpha_s + link(n) + n * m.gamma_s_per_byte);
-  double t = 0;
-  double message = n;
-  for (int j = 1; j < q; j *= 2) {
-    message /= 2;
-    t += 2 * (m.alpha_s + link(message)) + message * m.gamma_s_per_byte;
+  const double g = m.gamma_s_per_byte;
+  double t = q == c.p ? 0.0 : 2 * message(c.n, true) + c.n * g;  // fold
+  if (c.n <= static_cast<double>(doubling_max_bytes) || static_cast<std::size_t>(c.n) / 4 < static_cast<std::size_t>(q)) {
+    for (int mask = 1; mask < q; mask *= 2) t += message(c.n, mask >= intra) + c.n * g;
+    return t;
+  }
+  double b = c.n;
+  for (int mask = q / 2; mask >= 1; mask /= 2) {  // farthest first
+    b /= 2;
+    t += 2 * message(b, mask >= intra) + b * g;
   }
   return t;
 }
@@ -58,37 +156,25 @@ double predict_rd(double n, int q, double rounds, const AllreduceCostModel& m,
 
 double predict_allreduce_seconds(AllreduceAlgo algo, std::size_t bytes, int ranks,
                                  Compression compression, std::size_t doubling_max_bytes,
-                                 const AllreduceCostModel& m) {
+                                 const AllreduceCostModel& m, const ModelLayout& layout) {
   if (ranks < 1) throw std::invalid_argument("predict_allreduce_seconds: ranks must be >= 1");
+  if (layout.ranks_per_node < 1 || layout.link_share < 1 || layout.chunk_bytes < 1)
+    throw std::invalid_argument("predict_allreduce_seconds: ranks per node, link share and chunk must be >= 1");
   if (ranks == 1 || bytes == 0) return 0.0;
-  const double n = static_cast<double>(bytes);
-  const double w = compression == Compression::kNone ? n : n / 2;
-  const double p = ranks;
-  int q = 1;
-  while (q * 2 <= ranks) q *= 2;
-  const double rounds = std::log2(static_cast<double>(q));
-  const double qf = q;
+  Call c;
+  c.n = static_cast<double>(bytes);
+  c.w = compression == Compression::kNone ? c.n : c.n / 2;
+  c.p = ranks;
+  c.per_node = layout.ranks_per_node;
+  c.share = layout.link_share;
+  c.chunk = static_cast<double>(layout.chunk_bytes);
   switch (algo) {
-    case AllreduceAlgo::kRing:
-      return 2 * (p - 1) * m.alpha_s +
-             (p - 1) / p * (2 * w * m.beta_s_per_byte + n * m.gamma_s_per_byte);
-    case AllreduceAlgo::kRabenseifner: {
-      // The fold's whole vector travels in chunks below the eager limit, like the rounds.
-      const double fold = q == ranks ? 0.0
-                                     : 2 * (m.alpha_s + w * m.beta_s_per_byte) + n * m.gamma_s_per_byte;
-      return 2 * rounds * m.alpha_s +
-             (qf - 1) / qf * (2 * w * m.beta_s_per_byte + n * m.gamma_s_per_byte) + fold;
-    }
-    case AllreduceAlgo::kRecursiveDoubling: {
+    case AllreduceAlgo::kRing: return ring_seconds(c, m);
+    case AllreduceAlgo::kRabenseifner: return rab_seconds(c, m);
+    case AllreduceAlgo::kRecursiveDoubling:
       if (compression != Compression::kNone)
         throw std::invalid_argument("predict_allreduce_seconds: rd moves fp32 only");
-      const double whole = n > m.eager_limit_bytes ? m.rendezvous_beta_s_per_byte : m.beta_s_per_byte;
-      const double fold =
-          q == ranks ? 0.0 : 2 * (m.alpha_s + n * whole) + n * m.gamma_s_per_byte;
-      const bool whole_vector =
-          bytes <= doubling_max_bytes || bytes / 4 < static_cast<std::size_t>(q);
-      return predict_rd(n, q, rounds, m, whole_vector) + fold;
-    }
+      return rd_seconds(c, doubling_max_bytes, m);
     default:
       break;
   }
@@ -97,7 +183,8 @@ double predict_allreduce_seconds(AllreduceAlgo algo, std::size_t bytes, int rank
 }
 
 AllreducePlan choose_by_cost_model(std::size_t bytes, int ranks, Compression compression,
-                                   std::size_t doubling_max_bytes, const AllreduceCostModel& model) {
+                                   std::size_t doubling_max_bytes, const AllreduceCostModel& model,
+                                   const ModelLayout& layout) {
   // The order of preference on near-ties: the ring (the default, measured at every size and
   // node count), rd (measured below 4 MiB), rab (measured at 2 nodes only).
   AllreducePlan plan;
@@ -106,7 +193,7 @@ AllreducePlan choose_by_cost_model(std::size_t bytes, int ranks, Compression com
                                    AllreduceAlgo::kRabenseifner}) {
     if (algo == AllreduceAlgo::kRecursiveDoubling && compression != Compression::kNone) continue;
     plan.predicted_s.emplace_back(
-        algo, predict_allreduce_seconds(algo, bytes, ranks, compression, doubling_max_bytes, model));
+        algo, predict_allreduce_seconds(algo, bytes, ranks, compression, doubling_max_bytes, model, layout));
   }
   choose_within_margin(plan, model.choice_margin);
   return plan;
@@ -125,23 +212,24 @@ void choose_within_margin(AllreducePlan& plan, double margin) {
 }
 
 AllreducePlan plan_hier_network(std::size_t slice_bytes, int nodes, int slices, Compression compression,
-                                std::size_t doubling_max_bytes, const AllreduceCostModel& model) {
+                                std::size_t doubling_max_bytes, const AllreduceCostModel& model,
+                                std::size_t chunk_bytes) {
   if (nodes <= 1) return AllreducePlan{AllreduceAlgo::kRing, "cost model", {{AllreduceAlgo::kRing, 0.0}}};
-  AllreduceCostModel shared = model;
-  shared.beta_s_per_byte *= slices;
-  shared.rendezvous_beta_s_per_byte *= slices;
-  return choose_by_cost_model(slice_bytes, nodes, compression, doubling_max_bytes, shared);
+  ModelLayout shared;  // one owner per node in each collective, `slices` of them on the link
+  shared.link_share = slices;
+  shared.chunk_bytes = chunk_bytes;
+  return choose_by_cost_model(slice_bytes, nodes, compression, doubling_max_bytes, model, shared);
 }
 
 double predict_hier_seconds(std::size_t bytes, int nodes, int slices, int max_ranks_per_node,
                             Compression compression, std::size_t doubling_max_bytes,
-                            const AllreduceCostModel& m) {
+                            const AllreduceCostModel& m, std::size_t chunk_bytes) {
   if (slices < 1 || max_ranks_per_node < slices)
     throw std::invalid_argument("predict_hier_seconds: need 1 <= slices <= max_ranks_per_node");
   const std::size_t floats = bytes / sizeof(float);
   const std::size_t slice = (floats + static_cast<std::size_t>(slices) - 1) / static_cast<std::size_t>(slices) *
                             sizeof(float);
-  const AllreducePlan network = plan_hier_network(slice, nodes, slices, compression, doubling_max_bytes, m);
+  const AllreducePlan network = plan_hier_network(slice, nodes, slices, compression, doubling_max_bytes, m, chunk_bytes);
   double t = 0.0;
   for (const auto& [algo, seconds] : network.predicted_s)
     if (algo == network.algo) t = seconds;

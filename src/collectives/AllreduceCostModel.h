@@ -28,10 +28,16 @@ struct AllreduceCostModel {
   double rendezvous_beta_s_per_byte = 12.5e-9;
   // Per byte of fp32 vector added (reduce_add); small next to beta on a network.
   double gamma_s_per_byte = 0.1e-9;
-  // Seconds per byte of a copy within a node's memory (memcpy by one rank): hier's copies
-  // into and out of its shared window. 0.2 ns/B (5 GB/s): slower than the development machine's
-  // 16 MiB memcpy by one rank (0.071 ns/B, --calibrate), as a node's ranks copy at once.
-  double copy_s_per_byte = 0.2e-9;
+  // Seconds per byte of a copy within a node's memory: hier's copies into and out of its
+  // shared window, and a message between two ranks of one node (the ring's and rab's steps
+  // inside a node). 0.28 ns/B: the one-host record (allreduce-shared-memory.txt: the ring at
+  // 4 ranks on one host moved 3.6 GB/s per rank at 16-256 MiB), the simulator's shared-memory
+  // rate; a single rank's memcpy is faster (0.071 ns/B by --calibrate here), but a node's
+  // ranks copy at once.
+  double copy_s_per_byte = 0.28e-9;
+  // Seconds of latency of a message between two ranks of one node: 2 us, the one-host
+  // record's 1 KiB ring call (12.3 us over 6 steps), the simulator's shared-memory latency.
+  double shm_alpha_s = 2e-6;
   // Largest message sent eagerly: Open MPI's btl_tcp_eager_limit default (64 KiB).
   double eager_limit_bytes = 65536;
   // auto takes the first of ring, rd, rab (the order of their measured record) whose
@@ -41,31 +47,37 @@ struct AllreduceCostModel {
   double choice_margin = 0.05;
 };
 
-// Predicted seconds of one all-reduce of `bytes` bytes of fp32 between `ranks` ranks, each
-// on its own link, with `compression` on the wire (16-bit halves the wire bytes w);
-// q = 2^floor(log2 p), k = log2 q, fold = the p - q surplus ranks folded in and out:
-//   ring: 2(p-1) alpha + (p-1)/p (2 w beta + n gamma)
-//   rab:  2 k alpha + (q-1)/q (2 w beta + n gamma) + [p > q] (2 (alpha + w beta) + n gamma)
-//   rd:   whole-vector doubling (n <= doubling_max_bytes or n/4 < q):
-//           k (alpha + L(n) + n gamma) + fold
-//         else halving-doubling, one whole message of n / 2^j per round j = 1..k each way:
-//           sum_j (2 alpha + 2 L(n / 2^j) + n / 2^j gamma) + fold,
-//         fold = [p > q] (2 (alpha + L(n)) + n gamma), L(m) = m beta, or m rendezvous_beta
-//         when m > eager_limit_bytes (fp32 only).
+// Where the ranks of a prediction sit: `ranks_per_node` consecutive ranks share a node
+// (memory between them, one link to the others), `link_share` such collectives run at once
+// on every node's link (hier's slices), messages are pipelined in chunks of `chunk_bytes`
+// on the wire (AllreduceTuning::ring_chunk_bytes_network, for the ring and rab).
+struct ModelLayout {
+  int ranks_per_node = 1;
+  int link_share = 1;
+  std::size_t chunk_bytes = 65408;
+};
+
+// Predicted seconds of one all-reduce of `bytes` bytes of fp32 between `ranks` ranks placed
+// node by node as `layout` says, with `compression` on the wire (16-bit halves the wire
+// bytes). The formulas (docs/collectives-cost-model.md, "The model") follow the messages
+// the code sends and what the simulator replays (docs/collectives-simulator.md): the ring
+// as the larger of its chunk's latency chain and its busiest link or memory path, rab round
+// by round (rounds inside a node through memory, across nodes on a link shared by the
+// node's ranks), rd in whole messages with rendezvous handshakes above the eager limit.
 // Throws std::invalid_argument for an algorithm the model does not cover (hier, ps, mpi,
-// auto), ranks < 1, or rd with 16-bit transport.
+// auto), ranks < 1, a layout field < 1, or rd with 16-bit transport.
 double predict_allreduce_seconds(AllreduceAlgo algo, std::size_t bytes, int ranks,
                                  Compression compression, std::size_t doubling_max_bytes,
-                                 const AllreduceCostModel& model);
+                                 const AllreduceCostModel& model, const ModelLayout& layout = {});
 
 // hier's network phase (HierarchicalAllreduce.h): on every node, `slices` owners each
 // all-reduce one slice of `slice_bytes` with their counterparts on the other `nodes` nodes,
-// all at once, so the slices share each node's link: each collective is predicted as one
-// of `nodes` ranks with beta and rendezvous beta times `slices` (the link's bytes per
-// second split over the flows; alpha, paid concurrently, unchanged), and chosen among
-// ring, rd and rab like choose_by_cost_model. nodes == 1: nothing crosses (the ring, 0 s).
+// all at once, so the slices share each node's link: each collective is predicted for
+// `nodes` ranks, one per node, with link_share = `slices`, and chosen among ring, rd and
+// rab like choose_by_cost_model. nodes == 1: nothing crosses (the ring, 0 s).
 AllreducePlan plan_hier_network(std::size_t slice_bytes, int nodes, int slices, Compression compression,
-                                std::size_t doubling_max_bytes, const AllreduceCostModel& model);
+                                std::size_t doubling_max_bytes, const AllreduceCostModel& model,
+                                std::size_t chunk_bytes = 65408);
 
 // hier's predicted seconds for `bytes` bytes of fp32 between `nodes` nodes whose smallest
 // holds `slices` ranks and largest `max_ranks_per_node` (L), with s = the largest slice
@@ -77,13 +89,14 @@ AllreducePlan plan_hier_network(std::size_t slice_bytes, int nodes, int slices, 
 // of a node share.
 double predict_hier_seconds(std::size_t bytes, int nodes, int slices, int max_ranks_per_node,
                             Compression compression, std::size_t doubling_max_bytes,
-                            const AllreduceCostModel& model);
+                            const AllreduceCostModel& model, std::size_t chunk_bytes = 65408);
 
 // auto by the model: the predictions of ring, rd (fp32 only) and rab, in that order, and
 // the first of them within (1 + choice_margin) of the fastest. The same inputs give the
 // same choice on every rank (no clock, no randomness).
 AllreducePlan choose_by_cost_model(std::size_t bytes, int ranks, Compression compression,
-                                   std::size_t doubling_max_bytes, const AllreduceCostModel& model);
+                                   std::size_t doubling_max_bytes, const AllreduceCostModel& model,
+                                   const ModelLayout& layout = {});
 // The first of plan.predicted_s (in order) within (1 + margin) of the fastest, into plan.algo.
 void choose_within_margin(AllreducePlan& plan, double margin);
 

@@ -40,6 +40,15 @@
 
 namespace ringtrain {
 
+ModelLayout model_layout(const NodeLayout& layout, const AllreduceTuning& tuning) {
+  ModelLayout where;
+  if (layout.nodes > 0 && layout.min_ranks_per_node == layout.max_ranks_per_node &&
+      layout.ranks == layout.nodes * layout.min_ranks_per_node)
+    where.ranks_per_node = layout.min_ranks_per_node;
+  where.chunk_bytes = tuning.ring_chunk_bytes_network;
+  return where;
+}
+
 AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
                                   Compression compression, const AllreduceTuning& tuning,
                                   const AllreduceCostModel& model) {
@@ -54,14 +63,15 @@ AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
     plan.basis = "one host, measured crossover, not modelled";
     return plan;
   }
+  const ModelLayout where = model_layout(layout, tuning);
   AllreducePlan plan_by_model =
-      choose_by_cost_model(bytes, layout.ranks, compression, tuning.rd_doubling_max_bytes, model);
+      choose_by_cost_model(bytes, layout.ranks, compression, tuning.rd_doubling_max_bytes, model, where);
   if (layout.nodes_with_several_ranks > 0) {
     // hier last: the ring, rd and rab keep a near-tie (their record is longer).
     plan_by_model.predicted_s.emplace_back(
         AllreduceAlgo::kHierarchical,
         predict_hier_seconds(bytes, layout.nodes, layout.min_ranks_per_node, layout.max_ranks_per_node,
-                             compression, tuning.rd_doubling_max_bytes, model));
+                             compression, tuning.rd_doubling_max_bytes, model, tuning.ring_chunk_bytes_network));
     choose_within_margin(plan_by_model, model.choice_margin);
   }
   return plan_by_model;

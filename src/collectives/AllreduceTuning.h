@@ -48,10 +48,15 @@ struct NodeLayout {
 // - one host: rd below auto_ring_min_bytes_single_host, the ring from it on (a rule: the
 //   model describes network links, not ranks sharing cores and memory);
 // - otherwise (several nodes): the cost model's choice among ring, rd and rab for
-//   `layout.ranks` ranks (choose_by_cost_model), as if every rank had its own link, and,
+//   `layout.ranks` ranks placed node by node (choose_by_cost_model with model_layout), and,
 //   when a node holds several ranks, hier (predict_hier_seconds) after them in the order
 //   of preference.
 // rd moves fp32 only, so with 16-bit transport it is never chosen.
+// The layout the cost model predicts for: nodes of equal size hold ranks_per_node ranks
+// each (the ring and rab order ranks node by node); unequal nodes are predicted as one
+// rank per link (ranks_per_node 1). The chunk is the network chunk of the tuning.
+ModelLayout model_layout(const NodeLayout& layout, const AllreduceTuning& tuning);
+
 AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
                                   Compression compression, const AllreduceTuning& tuning,
                                   const AllreduceCostModel& model);

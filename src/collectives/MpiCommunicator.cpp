@@ -149,13 +149,14 @@ AllreducePlan MpiCommunicator::plan_allreduce(AllreduceAlgo algo, std::size_t by
     if (modelled && layout_.nodes > 1) {
       plan.predicted_s.emplace_back(algo, predict_allreduce_seconds(algo, bytes, size_, compression,
                                                                     tuning_.rd_doubling_max_bytes,
-                                                                    cost_model_));
+                                                                    cost_model_, model_layout(layout_, tuning_)));
     }
     if (algo == AllreduceAlgo::kHierarchical && layout_.nodes > 1 && layout_.nodes_with_several_ranks > 0) {
       plan.predicted_s.emplace_back(
           algo, predict_hier_seconds(bytes, layout_.nodes, layout_.min_ranks_per_node,
                                      layout_.max_ranks_per_node, compression,
-                                     tuning_.rd_doubling_max_bytes, cost_model_));
+                                     tuning_.rd_doubling_max_bytes, cost_model_,
+                                     tuning_.ring_chunk_bytes_network));
     }
   }
   // With one rank per node the hierarchy is the flat ring.
@@ -169,7 +170,7 @@ void MpiCommunicator::across_nodes(std::span<float> data, float scale, Compressi
   // the node's S owners share (the same choice on every member: same slice size).
   const AllreducePlan plan =
       plan_hier_network(data.size_bytes(), layout_.nodes, layout_.min_ranks_per_node, compression,
-                        tuning_.rd_doubling_max_bytes, cost_model_);
+                        tuning_.rd_doubling_max_bytes, cost_model_, tuning_.ring_chunk_bytes_network);
   switch (plan.algo) {
     case AllreduceAlgo::kRecursiveDoubling:
       halving_doubling_allreduce(cross_comm_, data, scale, tuning_.rd_doubling_max_bytes, scratch_,

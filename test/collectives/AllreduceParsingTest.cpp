@@ -137,16 +137,28 @@ TEST_CASE("auto's rules where the model does not apply (one rank, one host), and
   CHECK(AllreduceTuning{}.auto_ring_min_bytes_single_host == 4 * 1024 * 1024);
   CHECK(algo(std::size_t{1} << 26, NodeLayout{2, 1, 1}, none) == AllreduceAlgo::kRing);
   // Several ranks on a node across nodes: the model, with hier among the candidates (its
-  // prediction last); 2 nodes x 2 ranks and a node of two with one of one: hier at every
-  // size (half the network rounds of rd at small sizes, the vector once per node at large).
+  // prediction last). 2 nodes x 2 ranks, as the simulator replays them (allreduce_sim --np 4
+  // --ranks-per-node 2 --sizes 4,64M: rd 52 us, hier 56, rab 104, ring 156 at 4 B; rab 560 ms,
+  // hier 582, ring 811 at 64 MiB): rd's whole-vector doubling at 4 B (its first round stays
+  // in the node, one network latency), rab at 64 MiB (its n/2 round stays in the node, and
+  // it has no copies through a window).
+  const NodeLayout two_by_two{4, 2, 2, 2, 2};
   for (std::size_t bytes : {std::size_t{4}, std::size_t{1} << 26}) {
-    for (const NodeLayout layout : {NodeLayout{4, 2, 2, 2, 2}, NodeLayout{3, 2, 1, 1, 2}}) {
-      const AllreducePlan plan = plan_auto_allreduce(bytes, layout, none, tuning, model);
-      CHECK(plan.basis == "cost model");
-      CHECK(plan.predicted_s.back().first == AllreduceAlgo::kHierarchical);
-      CHECK(plan.algo == AllreduceAlgo::kHierarchical);
-      CHECK(algo(bytes, layout, Compression::kBf16) == AllreduceAlgo::kHierarchical);
-    }
+    const AllreducePlan plan = plan_auto_allreduce(bytes, two_by_two, none, tuning, model);
+    CHECK(plan.basis == "cost model");
+    CHECK(plan.predicted_s.back().first == AllreduceAlgo::kHierarchical);
+    CHECK(plan.algo == (bytes == 4 ? AllreduceAlgo::kRecursiveDoubling : AllreduceAlgo::kRabenseifner));
+  }
+  // 16-bit transport (no rd): rab at both (the simulator with --compress bf16: rab 104 us,
+  // hier 106, ring 156 at 4 B; rab 280 ms, hier 311, ring 406 at 64 MiB).
+  CHECK(algo(4, two_by_two, Compression::kBf16) == AllreduceAlgo::kRabenseifner);
+  CHECK(algo(std::size_t{1} << 26, two_by_two, Compression::kBf16) == AllreduceAlgo::kRabenseifner);
+  // Unequal nodes (two ranks and one): the flat algorithms predicted as one rank per link,
+  // hier with its one slice; hier at both sizes.
+  for (std::size_t bytes : {std::size_t{4}, std::size_t{1} << 26}) {
+    const AllreducePlan plan = plan_auto_allreduce(bytes, NodeLayout{3, 2, 1, 1, 2}, none, tuning, model);
+    CHECK(plan.predicted_s.back().first == AllreduceAlgo::kHierarchical);
+    CHECK(plan.algo == AllreduceAlgo::kHierarchical);
   }
   // One rank per node: no hier candidate.
   CHECK(plan_auto_allreduce(1 << 26, NodeLayout{4, 4, 0}, none, tuning, model).predicted_s.size() == 3);
@@ -173,16 +185,34 @@ TEST_CASE("cost model: ring and rab by their formulas; rab pays log2 p rounds, t
   m.gamma_s_per_byte = 0.0;
   const auto none = Compression::kNone;
   const std::size_t mib = 1 << 20;
-  // p = 2: one exchange of n/2 each way and back, the same schedule for both.
-  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 2, none, 2048, m) ==
-        Approx(2 * 10e-6 + mib * 1e-9));
+  const double chunk = 65408;  // ModelLayout's default pipeline chunk
+  // p = 2: one exchange of n/2 each way and back. rab pays a latency per round; the ring's
+  // segments are 8 chunks, so each step's latency hides behind the chunks on the link.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 2, none, 2048, m) == Approx(mib * 1e-9));
   CHECK(predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, mib, 2, none, 2048, m) ==
         Approx(2 * 10e-6 + mib * 1e-9));
-  // p = 8: 14 rounds against 6, the same 2 (7/8) n bytes.
-  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 8, none, 2048, m) ==
-        Approx(14 * 10e-6 + 1.75 * mib * 1e-9));
+  // p = 8, 1 MiB: the same 2 (7/8) n bytes; rab 6 rounds of latency, the ring's 14 hidden
+  // (its chain, 14 (alpha + chunk beta) = 1.06 ms, is shorter than the link's 1.84 ms).
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 8, none, 2048, m) == Approx(1.75 * mib * 1e-9));
   CHECK(predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, mib, 8, none, 2048, m) ==
         Approx(6 * 10e-6 + 1.75 * mib * 1e-9));
+  // Segments of one chunk (64 KiB / 8): every step waits for its message: the chain,
+  // 14 (alpha + n/8 beta) + 7 (n/8) gamma.
+  m.gamma_s_per_byte = 0.5e-9;
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, 65536, 8, none, 2048, m) ==
+        Approx(14 * (10e-6 + 8192 * 1e-9) + 7 * 8192 * 0.5e-9));
+  // Many chunks: the link (7 steps of two segments) against the chain (14 chunk hops and
+  // 7 chunk additions): the link, 1.75 n beta.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 8, none, 2048, m) == Approx(1.75 * mib * 1e-9));
+  // Additions slower than the link: a reduce-scatter step costs s gamma, an all-gather s beta.
+  m.gamma_s_per_byte = 2e-9;
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, 64 * mib, 8, none, 2048, m) ==
+        Approx(7 * (8 * mib * 2e-9 + 8 * mib * 1e-9)));
+  // rab's additions overlap its receives: a reduce-scatter round of s costs
+  // alpha + max(s beta + chunk gamma, chunk beta + s gamma).
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, mib, 2, none, 2048, m) ==
+        Approx(2 * 10e-6 + chunk * 1e-9 + (mib / 2) * 2e-9 + (mib / 2) * 1e-9));
+  m.gamma_s_per_byte = 0.0;
   // 16-bit halves the wire; p = 3 folds one rank in (2 alpha + 2 w beta) and runs q = 2.
   CHECK(predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, mib, 3, Compression::kBf16, 2048, m) ==
         Approx(2 * 10e-6 + 0.5 * mib * 1e-9 + 2 * (10e-6 + 0.5 * mib * 1e-9)));
@@ -190,32 +220,79 @@ TEST_CASE("cost model: ring and rab by their formulas; rab pays log2 p rounds, t
   CHECK(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, 1024, 4, none, 2048, m) ==
         Approx(2 * (10e-6 + 1024 * 1e-9)));
   // rd above it: halving-doubling in whole messages of n/2, n/4 each way; those above the
-  // eager limit (64 KiB) move at the rendezvous rate.
+  // eager limit (64 KiB) go by rendezvous: the rendezvous rate and two more latencies each
+  // (request to send, clear to send).
   m.rendezvous_beta_s_per_byte = 3e-9;
   CHECK(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, mib, 4, none, 2048, m) ==
-        Approx(4 * 10e-6 + 2 * (mib / 2 + mib / 4) * 3e-9));
+        Approx(4 * 3 * 10e-6 + 2 * (mib / 2 + mib / 4) * 3e-9));
   CHECK(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, 65536, 4, none, 2048, m) ==
         Approx(4 * 10e-6 + 2 * (32768 + 16384) * 1e-9));
-  // p = 3: the fold sends the whole vector down and back (2 (alpha + n L)), then q = 2.
+  // p = 3: the fold sends the whole vector down and back, then q = 2.
   CHECK(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, mib, 3, none, 2048, m) ==
-        Approx(2 * (10e-6 + mib * 3e-9) + 2 * (10e-6 + mib / 2 * 3e-9)));
+        Approx(2 * (3 * 10e-6 + mib * 3e-9) + 2 * (3 * 10e-6 + mib / 2 * 3e-9)));
   CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 1, none, 2048, m) == 0.0);
   CHECK_THROWS_AS(predict_allreduce_seconds(AllreduceAlgo::kHierarchical, mib, 4, none, 2048, m),
                   std::invalid_argument);
-  // hier, 2 nodes x 4 ranks: 4 slices of n/4, each a ring of 2 ranks on a link shared 4
-  // ways (2 alpha + (n/4)(4 beta) + the ring's additions of half a slice, (n/8) gamma),
-  // plus copying in and out (2 n copy) and the owner's 3 additions of its slice (3 (n/4) gamma).
+  CHECK_THROWS_AS(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 4, none, 2048, m, ModelLayout{0, 1}),
+                  std::invalid_argument);
+}
+
+TEST_CASE("cost model with several ranks per node: memory inside a node, a shared link across") {
+  AllreduceCostModel m;
+  m.alpha_s = 10e-6;
+  m.shm_alpha_s = 2e-6;
+  m.beta_s_per_byte = 1e-9;
+  m.copy_s_per_byte = 0.25e-9;
+  m.gamma_s_per_byte = 0.0;
+  const auto none = Compression::kNone;
+  const std::size_t mib = 1 << 20;
+  const ModelLayout four_per_node{4};
+  // rab, 2 nodes x 4 ranks, 1 MiB: the n/2 and n/4 rounds stay in the node (memory), the
+  // n/8 round crosses with the node's 4 ranks on its link: the first such round waits for
+  // all four (n/2 beta), the all-gather's is link-bound too (4 x n/8 beta > alpha + n/8 beta).
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, mib, 8, none, 2048, m, four_per_node) ==
+        Approx(4 * 2e-6 + 2 * 0.75 * mib * 0.25e-9 + 10e-6 + mib * 1e-9));
+  // One link per rank (the default layout): 6 network rounds and 1.75 n each way.
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, mib, 8, none, 2048, m) ==
+        Approx(6 * 10e-6 + 1.75 * mib * 1e-9));
+  // The ring, node by node, 64 KiB with alpha 50 us: a chunk's chain crosses
+  // ceil(14 / 4) = 4 links and 10 memory paths (against 14 links with a link per rank).
+  m.alpha_s = 50e-6;
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, 65536, 8, none, 2048, m, four_per_node) ==
+        Approx(4 * (50e-6 + 8192 * 1e-9) + 10 * (2e-6 + 8192 * 0.25e-9)));
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, 65536, 8, none, 2048, m) ==
+        Approx(14 * (50e-6 + 8192 * 1e-9)));
+  // Memory slower than the link: the ring's steps are paced by the memory path.
+  m.copy_s_per_byte = 4e-9;
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, 64 * mib, 8, none, 2048, m, four_per_node) ==
+        Approx(14 * 8 * mib * 4e-9));
+  // rd, 2 nodes x 4, 1 MiB: its first (farthest) round crosses with 4 flows on the link, by
+  // rendezvous (3 alpha + n/2 x 4 rendezvous beta); the other rounds stay in the node.
+  m.copy_s_per_byte = 0.25e-9;
+  m.rendezvous_beta_s_per_byte = 3e-9;
+  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRecursiveDoubling, mib, 8, none, 2048, m, four_per_node) ==
+        Approx(2 * (3 * 50e-6 + mib / 2 * 4 * 3e-9) + 2 * (2e-6 + mib / 4 * 0.25e-9) +
+               2 * (2e-6 + mib / 8 * 0.25e-9)));
+}
+
+TEST_CASE("cost model: hier is its copies, the owners' additions and a network phase on a shared link") {
+  AllreduceCostModel m;
+  m.alpha_s = 10e-6;
+  m.beta_s_per_byte = 1e-9;
+  m.rendezvous_beta_s_per_byte = 3e-9;
   m.copy_s_per_byte = 0.25e-9;
   m.gamma_s_per_byte = 0.5e-9;
+  const auto none = Compression::kNone;
+  const std::size_t mib = 1 << 20;
+  // 2 nodes x 4 ranks: 4 slices of n/4, each a ring of 2 ranks on a link shared 4 ways
+  // (link-bound: (n/4)(4 beta)), plus copying in and out (2 n copy) and the owner's
+  // 3 additions of its slice (3 (n/4) gamma).
   CHECK(predict_hier_seconds(mib, 2, 4, 4, none, 2048, m) ==
-        Approx(2 * 10e-6 + mib * 1e-9 + (mib / 8) * 0.5e-9 + 2 * mib * 0.25e-9 + 3 * (mib / 4) * 0.5e-9));
+        Approx(mib * 1e-9 + 2 * mib * 0.25e-9 + 3 * (mib / 4) * 0.5e-9));
   CHECK(plan_hier_network(mib / 4, 2, 4, none, 2048, m).algo == AllreduceAlgo::kRing);
-  // Against the node-ordered flat ring of 8 ranks: 14 rounds and 1.75 n on the link.
-  CHECK(predict_allreduce_seconds(AllreduceAlgo::kRing, mib, 8, none, 2048, m) ==
-        Approx(14 * 10e-6 + 1.75 * mib * 1e-9 + 7.0 / 8 * mib * 0.5e-9));
   // Unequal nodes (3 and 1 ranks): one slice, the whole vector across 2 nodes.
   CHECK(predict_hier_seconds(mib, 2, 1, 3, none, 2048, m) ==
-        Approx(2 * 10e-6 + mib * 1e-9 + mib / 2 * 0.5e-9 + 2 * mib * 0.25e-9 + 2 * mib * 0.5e-9));
+        Approx(mib * 1e-9 + 2 * mib * 0.25e-9 + 2 * mib * 0.5e-9));
   // One node: no network phase, only the copies and additions.
   CHECK(predict_hier_seconds(mib, 1, 2, 2, none, 2048, m) == Approx(2 * mib * 0.25e-9 + (mib / 2) * 0.5e-9));
   CHECK_THROWS_AS(predict_hier_seconds(mib, 2, 3, 2, none, 2048, m), std::invalid_argument);

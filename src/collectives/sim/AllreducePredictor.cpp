@@ -36,12 +36,46 @@ std::vector<std::size_t> default_scale_sizes() {
   return sizes;
 }
 
-// auto's choice on a network of `gbit` Gbit/s: the cost model as calibration on that
-// network would give it (both betas divided by the rate), the rest of the setup unchanged.
-AllreduceAlgo auto_pick(int ranks, int per_node, std::size_t bytes, PredictSetup setup, double gbit) {
+// The setup as calibration on a network of `gbit` Gbit/s would give it: both betas of the
+// cost model divided by the rate, the rest unchanged.
+PredictSetup setup_at_rate(PredictSetup setup, double gbit) {
   setup.model.beta_s_per_byte /= gbit;
   setup.model.rendezvous_beta_s_per_byte /= gbit;
-  return resolved_algo(request_for(AllreduceAlgo::kAuto, ranks, per_node, bytes, setup));
+  return setup;
+}
+
+// auto's choice on a network of `gbit` Gbit/s, by the cost model of that network.
+AllreduceAlgo auto_pick(int ranks, int per_node, std::size_t bytes, const PredictSetup& setup, double gbit) {
+  return resolved_algo(request_for(AllreduceAlgo::kAuto, ranks, per_node, bytes, setup_at_rate(setup, gbit)));
+}
+
+// hier's network phase as the code chooses it (plan_hier_network) for nodes of per_node ranks.
+AllreduceAlgo hier_network_choice(int ranks, int per_node, std::size_t bytes, const PredictSetup& setup) {
+  const std::size_t floats = bytes / sizeof(float);
+  const auto slices = static_cast<std::size_t>(per_node);
+  const std::size_t slice = (floats + slices - 1) / slices * sizeof(float);
+  return plan_hier_network(slice, nodes_of(ranks, per_node), per_node, setup.compression,
+                           setup.tuning.rd_doubling_max_bytes, setup.model, setup.tuning.ring_chunk_bytes_network)
+      .algo;
+}
+
+// hier's recording depends on the model (its network phase is chosen by it), so it is
+// recorded with each network's model, once per distinct network choice, and replayed on
+// the networks that make that choice.
+std::vector<double> hier_seconds(int ranks, int per_node, std::size_t bytes, const PredictSetup& setup,
+                                 const std::vector<NetworkParams>& networks, const std::vector<double>& gbits) {
+  std::vector<double> out(networks.size());
+  std::map<AllreduceAlgo, std::vector<double>> by_choice;
+  for (std::size_t i = 0; i < networks.size(); ++i) {
+    const PredictSetup at_rate = setup_at_rate(setup, gbits[i]);
+    const AllreduceAlgo choice = hier_network_choice(ranks, per_node, bytes, at_rate);
+    auto it = by_choice.find(choice);
+    if (it == by_choice.end())
+      it = by_choice.emplace(choice, predict(AllreduceAlgo::kHierarchical, ranks, per_node, bytes, at_rate, networks).seconds)
+               .first;
+    out[i] = it->second[i];
+  }
+  return out;
 }
 
 using AlgoTimes = std::vector<std::pair<AllreduceAlgo, std::vector<double>>>;
@@ -64,12 +98,16 @@ void write_scale_row(std::ostream& out, int ranks, int per_node, std::size_t byt
 }
 
 // One cell group of the scale table: every network for one (ranks, per node, size). Each
-// algorithm is recorded once and replayed on every network.
+// algorithm is recorded once and replayed on every network (hier once per network choice).
 void write_scale_rows(std::ostream& out, int ranks, int per_node, std::size_t bytes, const PredictSetup& setup,
                       const std::vector<NetworkParams>& networks, const std::vector<double>& gbits) {
   AlgoTimes times;
   for (AllreduceAlgo algo : simulated_algos(per_node, setup.compression)) {
     if (algo == AllreduceAlgo::kParameterServer) continue;  // ps: every byte through rank 0
+    if (algo == AllreduceAlgo::kHierarchical) {
+      times.emplace_back(algo, hier_seconds(ranks, per_node, bytes, setup, networks, gbits));
+      continue;
+    }
     times.emplace_back(algo, predict(algo, ranks, per_node, bytes, setup, networks).seconds);
   }
   for (std::size_t n = 0; n < networks.size(); ++n) {

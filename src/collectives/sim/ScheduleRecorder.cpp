@@ -28,6 +28,7 @@ AllreduceTuning scaled_tuning(AllreduceTuning tuning, std::size_t scale) {
 // choice at 1/scale of the size is the full-size choice.
 AllreduceCostModel scaled_model(AllreduceCostModel model, std::size_t scale) {
   model.alpha_s /= static_cast<double>(scale);
+  model.shm_alpha_s /= static_cast<double>(scale);
   model.eager_limit_bytes /= static_cast<double>(scale);
   return model;
 }

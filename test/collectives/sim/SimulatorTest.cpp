@@ -102,6 +102,40 @@ TEST_CASE("the replayed ring and rab stay within 5% of the closed-form model fro
   }
 }
 
+TEST_CASE("with several ranks per node the replay agrees with the model's node-aware formulas", "[sim]") {
+  // 2 and 4 nodes of 8 ranks, placed node by node: rab's first three rounds inside a node
+  // (memory), the rest on a link its node's 8 ranks share; the ring crossing a link every
+  // 8 hops; hier's copies and its network phase on a link shared by its 8 slices. On the
+  // 1 Gbit/s parameters and a link 10 times faster (betas / 10, as the scale table does;
+  // hier on 1 Gbit/s only: its recording depends on the model it chooses its network by).
+  // The link-per-rank formulas put the ring here at up to 3.8x its replay (32 ranks, 64 KiB,
+  // 1 Gbit/s: 62 network latencies where 7 hops in 8 go through memory).
+  const AllreduceCostModel model;
+  for (int ranks : {16, 32}) {
+    for (std::size_t bytes : {std::size_t{64} << 10, std::size_t{1} << 20, std::size_t{16} << 20}) {
+      for (double gbit : {1.0, 10.0}) {
+        AllreduceCostModel at_rate = model;
+        at_rate.beta_s_per_byte /= gbit;
+        at_rate.rendezvous_beta_s_per_byte /= gbit;
+        const NetworkParams network = at_link_rate(uniform_links(), gbit);
+        const ModelLayout eight{8};
+        for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kRabenseifner}) {
+          const double sim = simulate(record(algo, ranks, 8, bytes).schedule, network).seconds;
+          const double formula = predict_allreduce_seconds(algo, bytes, ranks, Compression::kNone, 2048, at_rate, eight);
+          INFO(allreduce_algo_name(algo) << " " << ranks << " ranks, " << bytes << " B, " << gbit << " Gbit/s: " << sim
+                                         << " vs " << formula);
+          CHECK(sim == Approx(formula).epsilon(algo == AllreduceAlgo::kRabenseifner ? 0.03 : 0.08));
+        }
+        if (gbit != 1.0) continue;
+        const double sim = simulate(record(AllreduceAlgo::kHierarchical, ranks, 8, bytes).schedule, network).seconds;
+        const double formula = predict_hier_seconds(bytes, ranks / 8, 8, 8, Compression::kNone, 2048, model);
+        INFO("hier " << ranks << " ranks, " << bytes << " B: " << sim << " vs " << formula);
+        CHECK(sim == Approx(formula).epsilon(0.08));
+      }
+    }
+  }
+}
+
 TEST_CASE("a call recorded at a reduced size predicts the full-size recording's time", "[sim]") {
   const NetworkParams network = uniform_links();
   struct Case {
