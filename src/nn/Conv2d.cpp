@@ -4,7 +4,8 @@
 // weights (e.g. OIhw16i16o on AVX-512), so a WeightCopy reorders arena -> blocked once per
 // parameter change, and each backward reorders the blocked diff_weights back into the plain
 // gradient arena. In bf16 the copy also converts the fp32 master weights to bf16 (narrowed
-// directly when oneDNN wants them plain), activations are bf16, and backward-weights writes
+// directly when oneDNN wants them plain; backward-data's layout is reordered from the
+// forward's bf16 copy), activations are bf16, and backward-weights writes
 // fp32 diff_weights and diff_bias.
 #include "nn/Conv2d.h"
 
@@ -163,7 +164,7 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
         s->bwd_data_diff_dst = memory(s->bwd_data_diff_dst_md, eng);
         s->to_bwd_data_diff_dst = dnnl::reorder(memory(s->diff_dst_md, eng, DNNL_MEMORY_NONE), s->bwd_data_diff_dst);
       }
-      s->bwd_data_weights = weight_copy(0, bwd_pd.weights_desc());
+      s->bwd_data_weights = weight_copy(0, bwd_pd.weights_desc(), s->weights);
     }
   }
   return s;
@@ -182,7 +183,8 @@ void Conv2d::run_backward(State& base, const memory& diff_dst, const memory& dif
   auto& strm = stream();
   if (s.need_diff_src) {
     // The forward's copy when the layouts agree (converted already, the parameters have not
-    // changed since), else the backward-data layout's own.
+    // changed since), else the backward-data layout's own (in bf16 reordered from the
+    // forward's bf16 copy, not from the fp32 arena).
     refresh(*s.bwd_data_weights);
     memory dd = diff_dst;
     if (s.bwd_data_diff_dst) {

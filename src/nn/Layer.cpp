@@ -32,11 +32,20 @@ void Layer::bind_params(std::vector<Tensor> params, std::vector<Tensor> grads, c
   current_ = nullptr;
 }
 
-std::shared_ptr<WeightCopy> Layer::weight_copy(std::size_t i, const memory::desc& wanted) {
+std::shared_ptr<WeightCopy> Layer::weight_copy(std::size_t i, const memory::desc& wanted,
+                                               const std::shared_ptr<WeightCopy>& from) {
   for (const auto& [index, copy] : weight_copies_)
     if (index == i && copy->get().get_desc() == wanted) return copy;
-  const memory user(plain_md(params_.at(i).dims()), engine(), params_[i].data());
-  weight_copies_.emplace_back(i, std::make_shared<WeightCopy>(user, wanted));
+  // vgg11 in bf16, one thread: backward-data's weights reordered from the forward's bf16 copy
+  // instead of the fp32 arena took 0.69 instead of 1.28 ms for a 512x512x3x3 convolution
+  // (ABcd8b16a2b -> ABcd8a16b2a, best of 7, loaded machine).
+  const auto bf16 = memory::data_type::bf16;
+  if (from && from->get().get_desc().data_type() == bf16 && wanted.data_type() == bf16) {
+    weight_copies_.emplace_back(i, std::make_shared<WeightCopy>(from, wanted));
+  } else {
+    const memory user(plain_md(params_.at(i).dims()), engine(), params_[i].data());
+    weight_copies_.emplace_back(i, std::make_shared<WeightCopy>(user, wanted));
+  }
   return weight_copies_.back().second;
 }
 

@@ -85,7 +85,7 @@ std::unique_ptr<Layer::State> Linear::build(const memory::desc& in_md, Phase pha
           dnnl::inner_product_backward_data::desc(src_md, w_any, dst_md), eng, fwd_pd);
       s->bwd_data = dnnl::inner_product_backward_data(bwd_pd);
       s->diff_src_md = src_md;
-      s->bwd_data_weights = weight_copy(0, bwd_pd.weights_desc());
+      s->bwd_data_weights = weight_copy(0, bwd_pd.weights_desc(), s->weights);
     }
   }
   return s;

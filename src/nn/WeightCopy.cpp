@@ -6,6 +6,7 @@
 #include "nn/WeightCopy.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/HalfConvert.h"
 #include "nn/DnnlContext.h"
@@ -29,8 +30,15 @@ WeightCopy::WeightCopy(const memory& user, const memory::desc& wanted) : user_(u
   if (!narrows_) reorder_ = dnnl::reorder(user_, copy_);
 }
 
+WeightCopy::WeightCopy(std::shared_ptr<WeightCopy> source, const memory::desc& wanted)
+    : source_(std::move(source)), user_(source_->get()) {
+  copy_ = memory(wanted, DnnlContext::get().engine());
+  reorder_ = dnnl::reorder(user_, copy_);
+}
+
 void WeightCopy::refresh(const ParamsVersion& version) {
   if (aliases_ || (valid_ && version.unchanged_since(version_))) return;
+  if (source_) source_->refresh(version);
   if (narrows_) {
     narrow_to_bf16(static_cast<const float*>(user_.get_data_handle()),
                    static_cast<std::uint16_t*>(copy_.get_data_handle()), user_.get_desc().get_size() / sizeof(float));

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -17,18 +18,25 @@ class WeightCopy {
   // they agree the "copy" is the arena itself and nothing is ever converted. Plain bf16 is
   // narrowed by narrow_to_bf16; any other layout by a oneDNN reorder.
   WeightCopy(const dnnl::memory& user, const dnnl::memory::desc& wanted);
+  // The same weights in another layout, reordered from source's copy rather than from the
+  // arena: for a bf16 source, half the bytes to read, and the same bits (the narrowing rounds
+  // each value on its own, so narrowing then permuting equals permuting while narrowing).
+  WeightCopy(std::shared_ptr<WeightCopy> source, const dnnl::memory::desc& wanted);
 
   const dnnl::memory& get() const noexcept { return copy_; }
   // Converts the arena into the copy unless the parameters are unchanged since the copy's
   // last conversion.
   void refresh(const ParamsVersion& version);
 
-  // Conversions run so far (always 0 when the copy is the arena).
+  // Conversions run so far (always 0 when the copy is the arena), this copy's own.
   std::uint64_t conversions() const noexcept { return conversions_; }
   // The conversion is narrow_to_bf16 (plain f32 -> plain bf16), not a oneDNN reorder.
   bool narrows() const noexcept { return narrows_; }
+  // The copy this one is reordered from (null: from the arena).
+  const WeightCopy* source() const noexcept { return source_.get(); }
 
  private:
+  std::shared_ptr<WeightCopy> source_;  // refreshed first; user_ is its copy
   dnnl::memory user_, copy_;
   dnnl::reorder reorder_;  // empty when the copy is the arena or narrowed
   bool aliases_ = false, narrows_ = false;

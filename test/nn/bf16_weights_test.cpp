@@ -264,3 +264,47 @@ TEST_CASE("bf16 inner-product weights are narrowed, blocked convolution weights 
     }
   CHECK(linear_layers == 7);
 }
+
+TEST_CASE("bf16 backward-data weights reordered from the forward's copy equal those from the arena", "[nn][bf16]") {
+  if (!native_bf16()) {
+    WARN("skipped: no native bf16 on this CPU");
+    return;
+  }
+  // A 32 -> 32 3x3 convolution: oneDNN's bf16 forward and backward-data want different blocked
+  // weights (ABcd8b16a2b and ABcd8a16b2a on AVX512-BF16).
+  using dnnl::memory;
+  using tag = memory::format_tag;
+  auto& eng = DnnlContext::get().engine();
+  const auto bf16 = memory::data_type::bf16;
+  const memory::dims src{2, 32, 4, 4}, wd{32, 32, 3, 3}, one{1, 1};
+  const memory::desc src_any(src, bf16, tag::any), w_any(wd, bf16, tag::any);
+  const dnnl::convolution_forward::primitive_desc fwd_pd(
+      {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_any, w_any, src_any, one, one, one},
+      eng);
+  const dnnl::convolution_backward_data::primitive_desc bwd_pd(
+      {dnnl::algorithm::convolution_direct, src_any, w_any, src_any, one, one, one}, eng, fwd_pd);
+  REQUIRE(fwd_pd.weights_desc() != bwd_pd.weights_desc());
+
+  // Probes with every rounding case; the conv's 9216 weights cycle through them.
+  const std::vector<float> probes = narrowing_probes();
+  std::vector<float> w(32 * 32 * 9);
+  for (std::size_t k = 0; k < w.size(); ++k) w[k] = probes[(k * 37) % probes.size()];
+  const memory user(plain_md({32, 32, 3, 3}), eng, w.data());
+  auto forward = std::make_shared<WeightCopy>(user, fwd_pd.weights_desc());
+  WeightCopy derived(forward, bwd_pd.weights_desc());
+  WeightCopy direct(user, bwd_pd.weights_desc());
+  CHECK(derived.source() == forward.get());
+  const auto bytes = [](const WeightCopy& c) {
+    const auto* p = static_cast<const std::uint8_t*>(c.get().get_data_handle());
+    return std::vector<std::uint8_t>(p, p + c.get().get_desc().get_size());
+  };
+  ParamsVersion version;
+  for (int update = 0; update < 2; ++update) {
+    derived.refresh(version);  // refreshes the forward's copy first, as it was not yet
+    direct.refresh(version);
+    CHECK(forward->conversions() == static_cast<std::uint64_t>(update + 1));
+    CHECK(bytes(derived) == bytes(direct));
+    for (auto& v : w) v = -v * 0.5f;
+    ++version.value;
+  }
+}
