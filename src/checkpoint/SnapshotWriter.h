@@ -81,7 +81,9 @@ class SnapshotWriter {
   Taken take(std::int64_t step, std::span<const float> params, std::span<const float> buffers,
              std::span<const float> optimizer_state, const Json& meta);
   // Every rank, every step boundary (cheap: a test or probe): moves the copies along.
+  // Nothing to do unless exchanges(): a node leader with a next node.
   void progress();
+  bool exchanges() const noexcept { return exchanges_; }
   // Collective, at the end of the run: every snapshot written, every copy delivered and
   // written on the next node.
   void finish();
