@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -97,9 +98,12 @@ SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, i
       root_(std::move(root)),
       keep_(keep),
       warn_(std::move(warn)),
-      place_(comm.node_place()),
-      meta_room_(meta_bytes + kMetaSlack) {
+      place_(comm.node_place()) {
   leader_ = place_.leader_of(place_.node) == comm.rank();
+  // The largest of the ranks' (their texts differ by a digit or two): the same room on every
+  // node, so that the copies from the previous node fit the slots made ready for them.
+  const std::vector<std::uint64_t> metas = comm.allgather(static_cast<std::uint64_t>(meta_bytes));
+  meta_room_ = static_cast<std::size_t>(*std::max_element(metas.begin(), metas.end())) + kMetaSlack;
   if (leader_) kill_at_ = kill_at_from_env();
   // The channel's communicator is made (and freed) by every rank, as MPI wants; the
   // leaders use it.

@@ -57,7 +57,8 @@ class SnapshotWriter {
 
   // Collective over comm (the peer channel is a communicator of its own). `state_bytes`:
   // the size of the state (parameters, buffers, optimizer state); `meta_bytes`: about the
-  // size of the metadata text (a dump(2) of the run's metadata at its start). A leader makes
+  // size of the metadata text (a dump(2) of the run's metadata at its start; the largest
+  // over the ranks counts, so every node's files have one size). A leader makes
   // its snapshot files ready here at the size they will have, before the steps; the
   // metadata section is padded with spaces to a fixed size (SnapshotWriter.cpp says why).
   // `warn` prints a warning line (a snapshot not written, from the snapshot thread too).
