@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <array>
@@ -19,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "checkpoint/CheckpointMeta.h"
+#include "checkpoint/Crc32.h"
 
 namespace ringtrain {
 namespace {
@@ -29,17 +29,7 @@ constexpr std::size_t kEntryBytes = kNameBytes + 8 + 8 + 4 + 4;
 constexpr std::size_t kPreambleBytes = kMagic.size() + 4 + 4;
 constexpr const char* kSectionNames[] = {"meta", "params", "buffers", "optimizer"};
 
-std::uint32_t crc32_of(std::span<const std::byte> bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  // zlib's length is uInt: feed in pieces so multi-GB buffers work.
-  std::size_t pos = 0;
-  while (pos < bytes.size()) {
-    const std::size_t n = std::min<std::size_t>(bytes.size() - pos, 1u << 30);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + pos), static_cast<uInt>(n));
-    pos += n;
-  }
-  return static_cast<std::uint32_t>(crc);
-}
+std::uint32_t crc32_of(std::span<const std::byte> bytes) { return checkpoint_crc32(bytes); }
 
 // Writes into a buffer sized up front (vector::insert of bytes trips a GCC 12
 // -Wstringop-overflow false positive, and one allocation is cheaper anyway).

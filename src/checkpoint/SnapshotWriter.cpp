@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -38,8 +39,15 @@ void yield_to_training() noexcept {
   pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
 }
 
-// Room for the metadata section (a few kB) and its growth from one snapshot to the next.
-constexpr std::size_t kMetaRoom = 64 * 1024;
+// The metadata section of every own snapshot is its JSON text padded with spaces (JSON
+// whitespace, which every reader skips) to a fixed size: the text's size at the first
+// snapshot plus this much room for its numbers to grow. So every snapshot file of a run has
+// one size and a slot is never resized at the step boundary. Why: shrinking a mapped tmpfs
+// file (ftruncate) unmaps its tail pages from every thread's page tables, a TLB shootdown
+// that interrupts the other cores and waits for them; on this project's (virtual) test
+// machines that cost the main thread about 0.5 ms per snapshot (perf, lenet5 np 2), ten
+// times the copy of lenet5's 0.5 MB state. Growing a file (a larger text) has no such cost.
+constexpr std::size_t kMetaSlack = 4096;
 
 // Snapshot files made ready off the step's path (SnapshotSlots::prepare, prepare_all). A
 // failure here is not reported: the snapshot's own open() tries again and warns.
@@ -85,9 +93,17 @@ double SnapshotWriter::thread_cpu_seconds() noexcept {
 }
 
 SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, int keep, std::size_t state_bytes,
-                               std::function<void(const std::string&)> warn)
-    : comm_(comm), root_(std::move(root)), keep_(keep), warn_(std::move(warn)), place_(comm.node_place()) {
+                               std::size_t meta_bytes, std::function<void(const std::string&)> warn)
+    : comm_(comm),
+      root_(std::move(root)),
+      keep_(keep),
+      warn_(std::move(warn)),
+      place_(comm.node_place()) {
   leader_ = place_.leader_of(place_.node) == comm.rank();
+  // The largest of the ranks' (their texts differ by a digit or two): the same room on every
+  // node, so that the copies from the previous node fit the slots made ready for them.
+  const std::vector<std::uint64_t> metas = comm.allgather(static_cast<std::uint64_t>(meta_bytes));
+  meta_room_ = static_cast<std::size_t>(*std::max_element(metas.begin(), metas.end())) + kMetaSlack;
   if (leader_) kill_at_ = kill_at_from_env();
   // The channel's communicator is made (and freed) by every rank, as MPI wants; the
   // leaders use it.
@@ -96,15 +112,18 @@ SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, i
     exchanges_ = leader_;
     next_leader_ = place_.leader_of((place_.node + 1) % place_.nodes);
   }
-  // Every snapshot file this leader will write, made ready before the first step.
+  // Every snapshot file this leader will write, made ready before the first step at the
+  // one size they all have (the previous node's copies too: the same run's state and
+  // metadata).
+  const std::size_t file_bytes = Checkpoint::layout(meta_room_, state_bytes, 0, 0).total;
   if (leader_) {
     own_slots_ = std::make_unique<SnapshotSlots>(own_dir(), keep_);
-    prepare_all(*own_slots_, state_bytes + kMetaRoom);
+    prepare_all(*own_slots_, file_bytes);
   }
   if (exchanges_) {
     const int from = (place_.node + place_.nodes - 1) % place_.nodes;
     peer_slots_ = std::make_unique<SnapshotSlots>(snapshot_peer_dir(own_dir(), from), keep_);
-    prepare_all(*peer_slots_, state_bytes + kMetaRoom);
+    prepare_all(*peer_slots_, file_bytes);
   }
   thread_ = std::thread([this] { loop(); });
 }
@@ -169,13 +188,15 @@ SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const fl
   // The snapshot thread leaves own_slots_ and image_ alone until writing_ is set again.
   try {
     const std::string meta_text = meta.dump(2);
+    if (meta_text.size() > meta_room_) meta_room_ = meta_text.size() + kMetaSlack;  // the files grow, once
     const std::span<const std::byte> sections[] = {std::as_bytes(std::span(meta_text)), std::as_bytes(params),
                                                    std::as_bytes(buffers), std::as_bytes(optimizer_state)};
-    layout_ = Checkpoint::layout(sections[0].size(), sections[1].size(), sections[2].size(), sections[3].size());
+    layout_ = Checkpoint::layout(meta_room_, sections[1].size(), sections[2].size(), sections[3].size());
     image_ = own_slots_->open(layout_.total);
     for (std::size_t i = 0; i < CheckpointLayout::kSections; ++i) {
       if (!sections[i].empty()) std::memcpy(image_.data() + layout_.offset[i], sections[i].data(), sections[i].size());
     }
+    std::memset(image_.data() + layout_.offset[0] + meta_text.size(), ' ', meta_room_ - meta_text.size());
   } catch (const std::exception& e) {  // no room for the file: this one is lost, training goes on
     own_slots_->abandon();
     warn_(fmt::format("snapshot at step {} not written ({}); the previous one stays", step, e.what()));
@@ -197,7 +218,7 @@ void SnapshotWriter::write_own(std::int64_t step) {
     if (step == kill_at_) die_while_sealing(image_, layout_);
     Checkpoint::seal(image_, layout_);
     own_slots_->commit(step);
-    prepare_next(*own_slots_, layout_.total + kMetaRoom);
+    prepare_next(*own_slots_, layout_.total);
     // A newer one replaces one not yet sent; copied here, outside the lock the main thread
     // takes every step, into memory used before.
     if (exchanges_) copy_.assign(image_.begin(), image_.end());
@@ -221,7 +242,7 @@ void SnapshotWriter::write_received(const std::vector<std::byte>& bytes, int fro
     const std::span<std::byte> file = peer_slots_->open(bytes.size());
     std::memcpy(file.data(), bytes.data(), bytes.size());
     peer_slots_->commit(meta.at("global_step").as_int());
-    prepare_next(*peer_slots_, bytes.size() + kMetaRoom);
+    prepare_next(*peer_slots_, bytes.size());
   } catch (const std::exception& e) {
     ok = false;
     peer_slots_->abandon();

@@ -56,11 +56,14 @@ class SnapshotWriter {
   };
 
   // Collective over comm (the peer channel is a communicator of its own). `state_bytes`:
-  // the size of the state (parameters, buffers, optimizer state), for which a leader makes
-  // its first snapshot file ready here, before the steps. `warn` prints a warning line (a
-  // snapshot not written, from the snapshot thread too).
+  // the size of the state (parameters, buffers, optimizer state); `meta_bytes`: about the
+  // size of the metadata text (a dump(2) of the run's metadata at its start; the largest
+  // over the ranks counts, so every node's files have one size). A leader makes
+  // its snapshot files ready here at the size they will have, before the steps; the
+  // metadata section is padded with spaces to a fixed size (SnapshotWriter.cpp says why).
+  // `warn` prints a warning line (a snapshot not written, from the snapshot thread too).
   SnapshotWriter(Communicator& comm, std::filesystem::path root, int keep, std::size_t state_bytes,
-                 std::function<void(const std::string&)> warn);
+                 std::size_t meta_bytes, std::function<void(const std::string&)> warn);
   // Joins the snapshot thread; never waits on MPI (after an error the peers may be gone).
   ~SnapshotWriter();
   SnapshotWriter(const SnapshotWriter&) = delete;
@@ -79,7 +82,9 @@ class SnapshotWriter {
   Taken take(std::int64_t step, std::span<const float> params, std::span<const float> buffers,
              std::span<const float> optimizer_state, const Json& meta);
   // Every rank, every step boundary (cheap: a test or probe): moves the copies along.
+  // Nothing to do unless exchanges(): a node leader with a next node.
   void progress();
+  bool exchanges() const noexcept { return exchanges_; }
   // Collective, at the end of the run: every snapshot written, every copy delivered and
   // written on the next node.
   void finish();
@@ -126,6 +131,7 @@ class SnapshotWriter {
   CheckpointLayout layout_;
   std::span<std::byte> image_;
   std::int64_t kill_at_ = -1;  // RINGTRAIN_TEST_SNAPSHOT_KILL_AT
+  std::size_t meta_room_ = 0;  // the metadata section's size (main thread, in take())
 
   // Snapshot thread only.
   std::unique_ptr<SnapshotSlots> peer_slots_;  // the copies from the previous node

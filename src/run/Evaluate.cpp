@@ -5,8 +5,6 @@
 #include <cstdio>
 #include <vector>
 
-#include <zlib.h>
-
 #include <fmt/format.h>
 
 #include "common/MemoryBudget.h"
@@ -14,6 +12,7 @@
 #include "nn/Model.h"
 #include "checkpoint/Checkpoint.h"
 #include "checkpoint/CheckpointIo.h"
+#include "checkpoint/Crc32.h"
 #include "common/CollectiveError.h"
 
 namespace ringtrain {
@@ -93,12 +92,7 @@ Json describe_checkpoint(const std::filesystem::path& checkpoint) {
   // A fingerprint of the parameters alone: two checkpoints of the same state compare equal
   // here even though their metadata (wall time) differs.
   const auto param_bytes = std::as_bytes(std::span(ck.params));
-  uLong crc = crc32(0L, Z_NULL, 0);
-  for (std::size_t pos = 0; pos < param_bytes.size(); pos += 1u << 30) {
-    const std::size_t n = std::min<std::size_t>(param_bytes.size() - pos, 1u << 30);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(param_bytes.data() + pos), static_cast<uInt>(n));
-  }
-  sections.set("params_crc32", static_cast<std::uint64_t>(crc));
+  sections.set("params_crc32", static_cast<std::uint64_t>(checkpoint_crc32(param_bytes)));
   j.set("sections", std::move(sections));
   return j;
 }

@@ -79,7 +79,8 @@ void Trainer::State::setup_snapshots() {
   const int r = rank;
   const std::size_t state_bytes =
       sizeof(float) * (model_->params().size() + model_->buffers().size() + optimizer->state().size());
-  snapshots = std::make_unique<SnapshotWriter>(comm, snapshot_root, kKeepSnapshots, state_bytes,
+  const std::size_t meta_bytes = snapshot_meta().dump(2).size();
+  snapshots = std::make_unique<SnapshotWriter>(comm, snapshot_root, kKeepSnapshots, state_bytes, meta_bytes,
                                                [r](const std::string& message) {
     fmt::print(stderr, "ringtrain: [rank {}] warning: {}\n", r, message);
     std::fflush(stderr);
@@ -100,12 +101,7 @@ void Trainer::State::take_snapshot() {
     buffers = mean_buffers;
   }
   if (!snapshots->leader()) return;
-  EpochTotals totals = epoch_totals;
-  totals.seconds = epoch_seconds();
-  Json meta = checkpoint_meta(config, *model_, world,
-                              {pos, totals, elapsed(), optimizer->name(), optimizer->steps_taken(),
-                               schedule->lr(static_cast<double>(pos.epoch)), last_test_accuracy});
-  switch (snapshots->take(pos.global_step, model_->params(), buffers, optimizer->state(), meta)) {
+  switch (snapshots->take(pos.global_step, model_->params(), buffers, optimizer->state(), snapshot_meta())) {
     case SnapshotWriter::Taken::kYes:
       break;
     case SnapshotWriter::Taken::kBusy:
@@ -115,6 +111,14 @@ void Trainer::State::take_snapshot() {
       record_event(fmt::format("snapshot at step {} not written (see the warning)", pos.global_step));
       break;
   }
+}
+
+Json Trainer::State::snapshot_meta() const {
+  EpochTotals totals = epoch_totals;
+  totals.seconds = epoch_seconds();
+  return checkpoint_meta(config, *model_, world,
+                         {pos, totals, elapsed(), optimizer->name(), optimizer->steps_taken(),
+                          schedule->lr(static_cast<double>(pos.epoch)), last_test_accuracy});
 }
 
 void Trainer::State::remove_snapshots() {

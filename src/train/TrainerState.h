@@ -72,6 +72,8 @@ struct Trainer::State : TrainingRun {
   // removing the run's snapshots on every node (collective).
   void setup_snapshots();
   void take_snapshot();
+  // The metadata of a snapshot of this step (what a checkpoint of it would hold).
+  Json snapshot_meta() const;
   void remove_snapshots();
   TrainResult train();
 

@@ -10,8 +10,12 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <random>
+
+#include <zlib.h>
 
 #include "checkpoint/Checkpoint.h"
+#include "checkpoint/Crc32.h"
 #include "checkpoint/SnapshotSlots.h"
 #include "checkpoint/SnapshotStore.h"
 
@@ -312,4 +316,50 @@ TEST_CASE("SnapshotSlots: written in place, the newest two kept, pruned files re
   put(50);
   CHECK(steps() == std::vector<std::int64_t>{40, 50});
   CHECK_THROWS_WITH(Checkpoint::verify(std::vector<std::byte>(100), "x.rtck"), Contains("x.rtck: header"));
+}
+
+TEST_CASE("checkpoint_crc32 (libdeflate) gives zlib's crc32 bit for bit: odd lengths, offsets, continued") {
+  std::mt19937_64 rng(23);
+  std::vector<std::byte> buffer((1 << 20) + 977);
+  for (std::byte& b : buffer) b = static_cast<std::byte>(rng());
+  const auto zlib_crc = [](std::span<const std::byte> bytes, uLong crc = 0) {
+    return static_cast<std::uint32_t>(crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+  };
+  CHECK(checkpoint_crc32({}) == 0u);
+  const char* check = "123456789";
+  CHECK(checkpoint_crc32(std::as_bytes(std::span(check, 9))) == 0xCBF43926u);
+  for (int i = 0; i < 200; ++i) {
+    // Lengths from 1 byte to past a megabyte, odd or not, at unaligned offsets.
+    const std::size_t length = i < 100 ? static_cast<std::size_t>(i) * 2 + 1 : rng() % (buffer.size() - 64);
+    const std::size_t offset = rng() % (buffer.size() - length + 1);
+    const auto bytes = std::span<const std::byte>(buffer).subspan(offset, length);
+    INFO("length " << length << " offset " << offset);
+    CHECK(checkpoint_crc32(bytes) == zlib_crc(bytes));
+    // Continued from a first piece, as zlib's crc32(crc, ...) is.
+    const std::size_t cut = length / 3;
+    CHECK(checkpoint_crc32(bytes.subspan(cut), checkpoint_crc32(bytes.first(cut))) == zlib_crc(bytes));
+  }
+}
+
+TEST_CASE("a metadata section padded with spaces (RAM snapshots) reads as the same metadata") {
+  const CheckpointData d = sample();
+  std::string meta = d.meta.dump(2);
+  const std::size_t text = meta.size();
+  meta.append(4096 + 3, ' ');
+  const CheckpointLayout l = Checkpoint::layout(meta.size(), 4 * d.params.size(), 4 * d.buffers.size(),
+                                                4 * d.optimizer_state.size());
+  std::vector<std::byte> image(l.total);
+  std::memcpy(image.data() + l.offset[0], meta.data(), meta.size());
+  std::memcpy(image.data() + l.offset[1], d.params.data(), l.size[1]);
+  std::memcpy(image.data() + l.offset[2], d.buffers.data(), l.size[2]);
+  std::memcpy(image.data() + l.offset[3], d.optimizer_state.data(), l.size[3]);
+  Checkpoint::seal(image, l);
+  const CheckpointData back = Checkpoint::deserialize(image, "padded.rtck");
+  CHECK(back.meta.dump(2) == d.meta.dump(2));
+  CHECK(back.params == d.params);
+  CHECK(back.optimizer_state == d.optimizer_state);
+  // Anything but whitespace after the text is still refused.
+  image[l.offset[0] + text + 10] = std::byte{'x'};
+  Checkpoint::seal(image, l);
+  CHECK_THROWS_WITH(Checkpoint::deserialize(image, "padded.rtck"), Contains("padded.rtck: meta"));
 }
