@@ -18,7 +18,8 @@
 // For tests only: RINGTRAIN_TEST_SNAPSHOT_KILL_AT=<step> in a leader's environment makes its
 // snapshot thread SIGKILL the process halfway through sealing the snapshot of that step
 // (after the state is in the file, before its section table is whole): a node lost while a
-// snapshot is being written, at a point a test can name.
+// snapshot is being written, at a point a test can name. With it set, take() waits for the
+// previous snapshot instead of skipping, so every step's snapshot is written.
 #pragma once
 
 #include <condition_variable>
