@@ -96,7 +96,7 @@ TrainingRun::LoopCheckpoint AsyncTrainer::State::checkpoint_data() {
       }
     }
   }
-  LoopCheckpoint ck{{epoch, tickets_done / tickets_per_update(), global_step}, {}};
+  LoopCheckpoint ck{{epoch, tickets_done / tickets_per_update(), global_step}, {}, {}, {}};
   if (root()) {
     const LoopPosition& at = ck.at;
     Json meta = checkpoint_meta(config, *model_, world,
@@ -108,7 +108,9 @@ TrainingRun::LoopCheckpoint AsyncTrainer::State::checkpoint_data() {
     meta.set("max_staleness", config.max_staleness);
     meta.set("server_updates", global_step);
     meta.set("tickets_done", tickets_done);
-    ck.data = checkpoint_of(*model_, state, std::move(meta));
+    ck.meta = std::move(meta);
+    ck.gathered = std::make_unique<const std::vector<float>>(std::move(state));
+    ck.optimizer_state = *ck.gathered;
   }
   return ck;
 }

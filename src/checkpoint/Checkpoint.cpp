@@ -58,8 +58,6 @@ T get(std::span<const std::byte> bytes, std::size_t offset) {
   return value;
 }
 
-std::span<const std::byte> as_bytes_of(const std::vector<float>& v) { return std::as_bytes(std::span(v)); }
-
 // A section's floats (its size checked by checked_meta).
 std::vector<float> floats_from(std::span<const std::byte> bytes) {
   std::vector<float> out(bytes.size() / sizeof(float));
@@ -89,17 +87,16 @@ CheckpointLayout Checkpoint::layout(std::size_t meta_bytes, std::size_t params_b
   return l;
 }
 
-void Checkpoint::seal(std::span<std::byte> image, const CheckpointLayout& layout) {
-  if (image.size() != layout.total) {
-    throw std::invalid_argument(fmt::format("Checkpoint::seal: image of {} bytes, layout of {}", image.size(),
-                                            layout.total));
-  }
+namespace {
+
+// The header and section table for sections with these CRC32s, into `header` (the bytes
+// before the first section).
+void write_header(std::span<std::byte> header, const CheckpointLayout& layout,
+                  const std::array<std::uint32_t, CheckpointLayout::kSections>& crcs) {
   constexpr std::uint32_t count = CheckpointLayout::kSections;
-  std::array<std::uint32_t, count> crcs{};  // first: the sections are the bulk of the bytes
-  for (std::uint32_t i = 0; i < count; ++i) crcs[i] = crc32_of(image.subspan(layout.offset[i], layout.size[i]));
-  ByteWriter w(image);
+  ByteWriter w(header);
   w.bytes(kMagic.data(), kMagic.size());
-  w.put<std::uint32_t>(kFormatVersion);
+  w.put<std::uint32_t>(Checkpoint::kFormatVersion);
   w.put<std::uint32_t>(count);
   for (std::uint32_t i = 0; i < count; ++i) {
     std::array<char, kNameBytes> name{};
@@ -110,18 +107,38 @@ void Checkpoint::seal(std::span<std::byte> image, const CheckpointLayout& layout
     w.put<std::uint32_t>(crcs[i]);
     w.put<std::uint32_t>(0);
   }
-  w.put<std::uint32_t>(crc32_of(image.first(w.pos())));
+  w.put<std::uint32_t>(crc32_of(header.first(w.pos())));
+}
+
+using Payloads = std::array<std::span<const std::byte>, CheckpointLayout::kSections>;
+
+// The sections' bytes in file order; meta_text must outlive the result.
+Payloads payloads_of(const std::string& meta_text, std::span<const float> params, std::span<const float> buffers,
+                     std::span<const float> optimizer_state) {
+  return {std::as_bytes(std::span(meta_text.data(), meta_text.size())), std::as_bytes(params),
+          std::as_bytes(buffers), std::as_bytes(optimizer_state)};
+}
+
+CheckpointLayout layout_of(const Payloads& payloads) {
+  return Checkpoint::layout(payloads[0].size(), payloads[1].size(), payloads[2].size(), payloads[3].size());
+}
+
+}  // namespace
+
+void Checkpoint::seal(std::span<std::byte> image, const CheckpointLayout& layout) {
+  if (image.size() != layout.total) {
+    throw std::invalid_argument(fmt::format("Checkpoint::seal: image of {} bytes, layout of {}", image.size(),
+                                            layout.total));
+  }
+  std::array<std::uint32_t, CheckpointLayout::kSections> crcs{};  // first: the sections are the bulk of the bytes
+  for (std::size_t i = 0; i < crcs.size(); ++i) crcs[i] = crc32_of(image.subspan(layout.offset[i], layout.size[i]));
+  write_header(image.first(layout.offset[0]), layout, crcs);
 }
 
 void Checkpoint::serialize_into(const CheckpointData& data, std::vector<std::byte>& out) {
   const std::string meta_text = data.meta.dump(2);
-  const std::span<const std::byte> payloads[] = {
-      std::as_bytes(std::span(meta_text.data(), meta_text.size())),
-      as_bytes_of(data.params),
-      as_bytes_of(data.buffers),
-      as_bytes_of(data.optimizer_state),
-  };
-  const CheckpointLayout l = layout(payloads[0].size(), payloads[1].size(), payloads[2].size(), payloads[3].size());
+  const Payloads payloads = payloads_of(meta_text, data.params, data.buffers, data.optimizer_state);
+  const CheckpointLayout l = layout_of(payloads);
   out.resize(l.total);  // every byte is written below
   for (std::size_t i = 0; i < CheckpointLayout::kSections; ++i) {
     if (!payloads[i].empty()) std::memcpy(out.data() + l.offset[i], payloads[i].data(), payloads[i].size());
@@ -224,7 +241,12 @@ CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const s
   return data;
 }
 
-std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const std::byte> bytes, Durability durability) {
+namespace {
+
+// Writes the parts, in order, into one file through a temporary file and a rename (see
+// Checkpoint::write). Returns bytes.
+std::size_t write_parts(const std::filesystem::path& path, std::span<const std::span<const std::byte>> parts,
+                        Checkpoint::Durability durability) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   const std::filesystem::path tmp = path.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -238,16 +260,20 @@ std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const
     ::unlink(tmp.c_str());
     return std::runtime_error(fmt::format("{}: {} failed: {}", tmp.string(), what, std::strerror(err)));
   };
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw fail("write", errno);
+  std::size_t total = 0;
+  for (const std::span<const std::byte> bytes : parts) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw fail("write", errno);
+      }
+      done += static_cast<std::size_t>(n);
     }
-    done += static_cast<std::size_t>(n);
+    total += done;
   }
-  if (durability == Durability::kFsync && ::fsync(fd) != 0) throw fail("fsync", errno);
+  if (durability == Checkpoint::Durability::kFsync && ::fsync(fd) != 0) throw fail("fsync", errno);
   // close() reports deferred write errors on some filesystems (NFS): checked too.
   if (::close(fd) != 0) {
     const int err = errno;
@@ -261,14 +287,33 @@ std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const
         fmt::format("{}: cannot rename {} onto it: {}", path.string(), tmp.filename().string(), std::strerror(err)));
   }
   // The rename is durable only once the directory entry is.
-  if (durability == Durability::kRenameOnly) return bytes.size();
+  if (durability == Checkpoint::Durability::kRenameOnly) return total;
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
-  return bytes.size();
+  return total;
+}
+
+}  // namespace
+
+std::size_t Checkpoint::write(const std::filesystem::path& path, std::span<const std::byte> bytes, Durability durability) {
+  const std::span<const std::byte> parts[] = {bytes};
+  return write_parts(path, parts, durability);
+}
+
+std::size_t Checkpoint::write(const std::filesystem::path& path, const CheckpointView& view, Durability durability) {
+  const std::string meta_text = view.meta.dump(2);
+  const Payloads payloads = payloads_of(meta_text, view.params, view.buffers, view.optimizer_state);
+  const CheckpointLayout l = layout_of(payloads);
+  std::array<std::uint32_t, CheckpointLayout::kSections> crcs{};
+  for (std::size_t i = 0; i < crcs.size(); ++i) crcs[i] = crc32_of(payloads[i]);
+  std::vector<std::byte> header(l.offset[0]);
+  write_header(header, l, crcs);
+  const std::span<const std::byte> parts[] = {header, payloads[0], payloads[1], payloads[2], payloads[3]};
+  return write_parts(path, parts, durability);
 }
 
 std::vector<std::byte> Checkpoint::read_file(const std::filesystem::path& path) {

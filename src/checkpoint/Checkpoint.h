@@ -25,6 +25,15 @@ struct CheckpointData {
   std::vector<float> optimizer_state;
 };
 
+// A checkpoint's contents where they already live (the model's parameter and buffer arenas,
+// the optimizer's state): what a run writes, without copying the sections first.
+struct CheckpointView {
+  const Json& meta;
+  std::span<const float> params;
+  std::span<const float> buffers;
+  std::span<const float> optimizer_state;
+};
+
 // Where each section's bytes go in a serialised checkpoint: meta, params, buffers,
 // optimizer, back to back after the header and section table.
 struct CheckpointLayout {
@@ -65,6 +74,11 @@ class Checkpoint {
   // Atomic write: <path>.tmp, fsync, rename over path, fsync the directory (the fsyncs only
   // with kFsync). Returns bytes.
   static std::size_t write(const std::filesystem::path& path, std::span<const std::byte> bytes,
+                           Durability durability = Durability::kFsync);
+  // The same file serialize() would give for these contents, written the same atomic way
+  // straight from where the sections live: no copy of them in memory, so a checkpoint costs
+  // no memory beyond its header. Returns bytes.
+  static std::size_t write(const std::filesystem::path& path, const CheckpointView& view,
                            Durability durability = Durability::kFsync);
   // Reads the whole file (throws naming the path if missing or unreadable).
   static std::vector<std::byte> read_file(const std::filesystem::path& path);

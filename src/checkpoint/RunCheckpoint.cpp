@@ -134,29 +134,17 @@ CheckpointPoint checkpoint_point(const Json& meta) {
   return p;
 }
 
-CheckpointData checkpoint_of(const Model& model, std::span<const float> optimizer_state, Json meta) {
-  CheckpointData ck;
-  ck.meta = std::move(meta);
-  const auto p = model.params();
-  ck.params.assign(p.begin(), p.end());
-  const auto b = model.buffers();
-  ck.buffers.assign(b.begin(), b.end());
-  ck.optimizer_state.assign(optimizer_state.begin(), optimizer_state.end());
-  return ck;
-}
-
 void restore_model(const CheckpointData& ck, Model& model) {
   std::copy(ck.params.begin(), ck.params.end(), model.params().begin());
   std::copy(ck.buffers.begin(), ck.buffers.end(), model.buffers().begin());
 }
 
-std::filesystem::path write_checkpoint(const CheckpointData& ck, const TrainConfig& config,
+std::filesystem::path write_checkpoint(const CheckpointView& ck, const TrainConfig& config,
                                        const std::filesystem::path& checkpoint_dir, const LoopPosition& at,
                                        RunLog& log, const std::function<double()>& elapsed,
                                        std::chrono::steady_clock::time_point started) {
-  const auto bytes = Checkpoint::serialize(ck);
   const std::filesystem::path path = checkpoint_dir / Checkpoint::file_name(at.global_step);
-  Checkpoint::write(path, bytes);
+  const std::size_t bytes = Checkpoint::write(path, ck);
   Checkpoint::prune(checkpoint_dir, config.keep_checkpoints);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   Json rec = Json::object();
@@ -165,7 +153,7 @@ std::filesystem::path write_checkpoint(const CheckpointData& ck, const TrainConf
   rec.set("epoch", at.epoch);
   rec.set("step", at.global_step);
   rec.set("seconds", seconds);
-  rec.set("bytes", bytes.size());
+  rec.set("bytes", bytes);
   rec.set("path", path.string());
   log.record(rec);
   return path;

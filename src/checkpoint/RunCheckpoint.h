@@ -62,14 +62,12 @@ Json checkpoint_meta(const TrainConfig& config, const Model& model, int world, c
 // (lr and test_accuracy, which nothing restores, stay at their defaults).
 CheckpointPoint checkpoint_point(const Json& meta);
 
-// A checkpoint of the model's parameters and buffers and the given optimizer state.
-CheckpointData checkpoint_of(const Model& model, std::span<const float> optimizer_state, Json meta);
 // Copies the checkpoint's parameters and buffers into the model.
 void restore_model(const CheckpointData& ck, Model& model);
 
 // Root only: writes ck as checkpoint_dir/<step's file>, prunes to --keep-checkpoints and logs a
 // checkpoint record (t: elapsed() once written, seconds: since started). Returns the path.
-std::filesystem::path write_checkpoint(const CheckpointData& ck, const TrainConfig& config,
+std::filesystem::path write_checkpoint(const CheckpointView& ck, const TrainConfig& config,
                                        const std::filesystem::path& checkpoint_dir, const LoopPosition& at,
                                        RunLog& log, const std::function<double()>& elapsed,
                                        std::chrono::steady_clock::time_point started);

@@ -214,7 +214,8 @@ double TrainingRun::save_checkpoint() {
   gather_model();
   const LoopCheckpoint ck = checkpoint_data();
   if (root()) {
-    last_checkpoint = write_checkpoint(ck.data, config, checkpoint_dir, ck.at, *log, [this] { return elapsed(); }, t0);
+    last_checkpoint =
+        write_checkpoint(ck.view(model()), config, checkpoint_dir, ck.at, *log, [this] { return elapsed(); }, t0);
   }
   last_checkpoint = broadcast_string(comm, last_checkpoint.string(), 0);
   return seconds_since(t0);
@@ -226,7 +227,7 @@ void TrainingRun::save_model(std::int64_t global_step) {
   if (last_eval_step != global_step) gather_model();
   const LoopCheckpoint ck = checkpoint_data();
   if (root()) {
-    const std::size_t bytes = Checkpoint::write(model_path(), Checkpoint::serialize(ck.data));
+    const std::size_t bytes = Checkpoint::write(model_path(), ck.view(model()));
     log->record(Json(Json::Object{{"type", "model"}, {"t", elapsed()}, {"step", global_step},
                                   {"bytes", bytes}, {"path", model_path().string()}}));
   }

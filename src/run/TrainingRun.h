@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,10 +50,18 @@ class TrainingRun {
   // Every rank ends up holding the parameters and the (mean) buffers to evaluate with.
   virtual void gather_model() = 0;
   // What a checkpoint of where the loop stands holds, once gather_model() has run
-  // (collective; `data` is filled on rank 0 only).
+  // (collective; meta and optimizer_state are filled on rank 0 only): the metadata and where
+  // the optimizer state in the sync layout lives; the parameters and buffers are the
+  // model's own. Written from where it lives, nothing is copied.
   struct LoopCheckpoint {
     LoopPosition at;
-    CheckpointData data;
+    Json meta;
+    std::span<const float> optimizer_state;
+    // What optimizer_state points into when the state had to be gathered (async: the
+    // servers' shards). On the heap, so the span survives moving; not copyable.
+    std::unique_ptr<const std::vector<float>> gathered;
+
+    CheckpointView view(const Model& model) const { return {meta, model.params(), model.buffers(), optimizer_state}; }
   };
   virtual LoopCheckpoint checkpoint_data() = 0;
 

@@ -135,12 +135,12 @@ void Trainer::State::remove_snapshots() {
 }
 
 TrainingRun::LoopCheckpoint Trainer::State::checkpoint_data() {
-  LoopCheckpoint ck{pos, {}};
+  LoopCheckpoint ck{pos, {}, {}, {}};
   if (root()) {
-    Json meta = checkpoint_meta(config, *model_, world,
-                                {pos, epoch_totals, elapsed(), optimizer->name(), optimizer->steps_taken(),
-                                 schedule->lr(static_cast<double>(pos.epoch)), last_test_accuracy});
-    ck.data = checkpoint_of(*model_, optimizer->state(), std::move(meta));
+    ck.meta = checkpoint_meta(config, *model_, world,
+                              {pos, epoch_totals, elapsed(), optimizer->name(), optimizer->steps_taken(),
+                               schedule->lr(static_cast<double>(pos.epoch)), last_test_accuracy});
+    ck.optimizer_state = optimizer->state();
   }
   return ck;
 }

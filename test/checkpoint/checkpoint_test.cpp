@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <fstream>
 
 #include <sys/stat.h>
@@ -105,6 +106,35 @@ TEST_CASE("Checkpoint round-trips bit-exactly through a file") {
   CHECK(back.params == d.params);
   CHECK(back.buffers == d.buffers);
   CHECK(back.optimizer_state == d.optimizer_state);
+}
+
+TEST_CASE("Checkpoint::write from where the sections live gives serialize()'s file, byte for byte") {
+  const auto dir = temp_dir();
+  CheckpointData d = sample();
+  // Values whose bytes would show a section swapped, shifted or narrowed: NaN payloads,
+  // negative zero, subnormals.
+  d.params[1] = -0.0f;
+  d.params[2] = std::numeric_limits<float>::denorm_min();
+  d.optimizer_state[3] = std::numeric_limits<float>::quiet_NaN();
+  const auto path = dir / Checkpoint::file_name(1234);
+  const auto bytes = Checkpoint::serialize(d);
+  const CheckpointView view{d.meta, d.params, d.buffers, d.optimizer_state};
+  CHECK(Checkpoint::write(path, view) == bytes.size());
+  CHECK(Checkpoint::read_file(path) == bytes);
+  CHECK_FALSE(std::filesystem::exists(path.string() + ".tmp"));
+
+  SECTION("empty sections too") {
+    d.buffers.clear();
+    const CheckpointView no_buffers{d.meta, d.params, d.buffers, d.optimizer_state};
+    CHECK(Checkpoint::write(path, no_buffers) == Checkpoint::serialize(d).size());
+    CHECK(Checkpoint::read_file(path) == Checkpoint::serialize(d));
+  }
+  SECTION("a failed write names the file, leaves no .tmp and the previous file whole") {
+    std::filesystem::create_symlink("/dev/full", path.string() + ".tmp");
+    CHECK_THROWS_WITH(Checkpoint::write(path, view), Contains(path.string() + ".tmp") && Contains("No space left"));
+    CHECK_FALSE(std::filesystem::exists(std::filesystem::symlink_status(path.string() + ".tmp")));
+    CHECK(Checkpoint::read_file(path) == bytes);
+  }
 }
 
 TEST_CASE("Checkpoint detects a flipped byte in every section") {
