@@ -247,7 +247,7 @@ cmd_fail_node() {
     files=$(find "$shm" -mindepth 1 -type f | wc -l)
     find "$shm" -mindepth 1 -delete
   fi
-  echo "$kPrefix$i failed: killed ${pids:+$(echo $pids | wc -w) process(es)}${pids:-no process}; its RAM ($shm) wiped: $files file(s)"
+  echo "$kPrefix$i failed: killed $(echo $pids | wc -w) process(es); its RAM ($shm) wiped: $files file(s)"
 }
 
 cmd_revive_node() {
