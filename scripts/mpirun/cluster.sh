@@ -32,7 +32,8 @@
 #
 # Addresses: 10.213.0.(i+1)/24 for rt-node<i>, 10.213.0.254 for the root namespace's end of
 # the bridge (mpirun runs there and its daemons call back to it). Nothing outside the
-# namespaces, veths and bridge this script creates is changed; `down` removes all of it.
+# namespaces, veths, bridge and RAM directories this script creates is changed; `down`
+# removes all of it.
 #
 # Several clusters can be up at once (two experiments side by side): RINGTRAIN_CLUSTER_ID=k
 # (1..250) names everything of cluster k apart, rt<k>-node<i> on 10.213.k.0/24 with its own
