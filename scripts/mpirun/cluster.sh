@@ -8,8 +8,9 @@
 #   cluster.sh run [--np N] [--map-by node] [--dry-run] -- <program> [args...]
 #   cluster.sh run --nodes K [--link-rate R] -np N [run.sh options] -- <ringtrain args...>
 #   cluster.sh status
-#   cluster.sh fail-node I      # node I dies: kill -9 every process in it, agent refuses it
-#   cluster.sh revive-node I    # node I answers again (empty: its processes are gone)
+#   cluster.sh fail-node I      # node I dies: kill -9 every process in it, its RAM (/dev/shm)
+#                               # is wiped, the agent refuses it
+#   cluster.sh revive-node I    # node I answers again (empty: no process, an empty /dev/shm)
 #   cluster.sh down
 #
 # --burst is tc's token-bucket depth in bytes (tc reads "512kb" as 512 KB, "kbit" as bits):
@@ -23,9 +24,16 @@
 # message between two nodes arrives that much later one way (a round trip: twice it); the
 # tbf rate limit then hangs below the netem qdisc. 0 (the default) leaves netem out.
 #
+# RAM: every process a node runs sees /dev/shm as that node's own directory,
+# /dev/shm/ringtrain-cluster<id>-node<i> of this host (the agent bind-mounts it onto /dev/shm
+# in a private mount namespace), as a real node has its own RAM: what one node writes to
+# /dev/shm (RAM snapshots, Open MPI's shared-memory segments) the others do not see, and a
+# failed node's is gone. `down` removes these directories.
+#
 # Addresses: 10.213.0.(i+1)/24 for rt-node<i>, 10.213.0.254 for the root namespace's end of
 # the bridge (mpirun runs there and its daemons call back to it). Nothing outside the
-# namespaces, veths and bridge this script creates is changed; `down` removes all of it.
+# namespaces, veths, bridge and RAM directories this script creates is changed; `down`
+# removes all of it.
 #
 # Several clusters can be up at once (two experiments side by side): RINGTRAIN_CLUSTER_ID=k
 # (1..250) names everything of cluster k apart, rt<k>-node<i> on 10.213.k.0/24 with its own
@@ -48,6 +56,8 @@ readonly kSubnet=10.213.$kId
 readonly kCidr=$kSubnet.0/24
 readonly kHostAddr=$kSubnet.254
 readonly kStateDir=${RINGTRAIN_CLUSTER_STATE:-$kDefaultState}
+# Node i's /dev/shm is ${kShmPrefix}i (the agent's bind mount; see "RAM" above).
+readonly kShmPrefix=/dev/shm/ringtrain-cluster$kId-node
 
 usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -142,6 +152,10 @@ cmd_up() {
     shape "$ns" eth0 "$rate" "$burst" "$latency" "$delay"
     shape "" "$host_if" "$rate" "$burst" "$latency"
     echo "$ns slots=$slots" >>"$kStateDir/hostfile"
+    # The node's RAM starts empty (a directory left by a cluster of this id that was not
+    # taken down goes).
+    rm -rf "$kShmPrefix$i"
+    mkdir -m 1777 "$kShmPrefix$i"
   done
 
   # The rsh agent: Open MPI runs `<agent> <host> <orted command line>` as it would ssh.
@@ -149,10 +163,14 @@ cmd_up() {
   # node: with one shared host name, two ranks on a node and a neighbour node would put
   # Open MPI's session directories (/tmp/ompi.<hostname>...) in one place and the
   # shared-memory transport's segments collide. MPI_Get_processor_name then names the node.
+  # And a mount namespace of its own (unshare's default propagation is private: nothing
+  # leaks back to this host) in which the node's RAM directory is bind-mounted onto
+  # /dev/shm, so every process launched on node i sees the same /dev/shm, node i's.
   cat >"$kStateDir/netns-agent" <<AGENT
 #!/bin/sh
-# Open MPI plm_rsh_agent: run the command in the network namespace named by the host,
-# in a UTS namespace whose host name is that node's.
+# Open MPI plm_rsh_agent: run the command in the network namespace named by the host, in a
+# UTS namespace whose host name is that node's and a mount namespace whose /dev/shm is
+# that node's own directory ($kShmPrefix<i>).
 host=\$1
 shift
 case \$host in
@@ -164,7 +182,10 @@ if [ -e "$kStateDir/down/\$host" ]; then
   echo "netns-agent: \$host: host is down" >&2
   exit 255
 fi
-exec ip netns exec "\$host" unshare --uts /bin/sh -c 'hostname "\$1" && exec /bin/sh -c "\$2"' netns-agent "\$host" "\$*"
+shm=$kShmPrefix\${host#$kPrefix}
+mkdir -p "\$shm" && chmod 1777 "\$shm" || { echo "netns-agent: \$host: cannot make \$shm" >&2; exit 255; }
+exec ip netns exec "\$host" unshare --uts --mount /bin/sh -c \\
+  'hostname "\$1" && mount --bind "\$2" /dev/shm && exec /bin/sh -c "\$3"' netns-agent "\$host" "\$shm" "\$*"
 AGENT
   chmod 755 "$kStateDir/netns-agent"
   echo "$rate $burst $latency mtu $mtu delay $delay" >"$kStateDir/link"
@@ -188,13 +209,20 @@ cmd_down() {
     ip link del "$link" 2>/dev/null || true
   done
   ip link show "$kBridge" >/dev/null 2>&1 && ip link del "$kBridge"
+  # The nodes' RAM directories (a node whose namespace is gone has nothing mounted on them).
+  local shm
+  for shm in "$kShmPrefix"*; do
+    [[ $shm =~ ^$kShmPrefix[0-9]+$ && -d $shm ]] && rm -rf "$shm"
+  done
   rm -rf "$kStateDir"
   echo "cluster down"
 }
 
 # fail-node I: what a node failure looks like from outside. Every process in the node's
-# namespace (ranks, Open MPI's daemon) gets SIGKILL at once, and the agent refuses the host
-# until revive-node, so that mpirun and run.sh --elastic see it gone.
+# namespace (ranks, Open MPI's daemon) gets SIGKILL at once, the agent refuses the host
+# until revive-node, so that mpirun and run.sh --elastic see it gone, and the node's RAM
+# is lost: once its processes are gone (none can write a file after the wipe), its /dev/shm
+# directory is emptied. A revived node starts with an empty /dev/shm.
 cmd_fail_node() {
   local i=${1:-}
   require_tools
@@ -206,7 +234,21 @@ cmd_fail_node() {
   local pids
   pids=$(ip netns pids "$kPrefix$i" 2>/dev/null || true)
   [[ -n $pids ]] && kill -9 $pids 2>/dev/null || true
-  echo "$kPrefix$i failed: killed ${pids:+$(echo $pids | wc -w) process(es)}${pids:-no process}"
+  # SIGKILL is delivered asynchronously: wait (up to 5 s) until no process is left in the
+  # namespace (an exited one that is not reaped yet is no longer listed).
+  local left=$pids
+  for _ in $(seq 100); do
+    [[ -z $left ]] && break
+    sleep 0.05
+    left=$(ip netns pids "$kPrefix$i" 2>/dev/null || true)
+  done
+  [[ -z $left ]] || echo "cluster.sh: warning: $kPrefix$i: process(es) $left still there 5 s after SIGKILL" >&2
+  local shm=$kShmPrefix$i files=0
+  if [[ -d $shm ]]; then
+    files=$(find "$shm" -mindepth 1 -type f | wc -l)
+    find "$shm" -mindepth 1 -delete
+  fi
+  echo "$kPrefix$i failed: killed $(echo $pids | wc -w) process(es); its RAM ($shm) wiped: $files file(s)"
 }
 
 cmd_revive_node() {

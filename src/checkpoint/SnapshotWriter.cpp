@@ -274,11 +274,16 @@ void SnapshotWriter::progress_send() {
 void SnapshotWriter::progress_receive() {
   if (receive_request_ != MPI_REQUEST_NULL) {
     if (!peer_->test(&receive_request_)) return;
-    // Checked (every CRC) and written on the snapshot thread.
+    // Checked (every CRC) and written on the snapshot thread, which then hands the buffer
+    // back for a later copy.
     auto bytes = std::make_shared<std::vector<std::byte>>(std::move(receiving_));
     receiving_ = {};
     const int from = (place_.node + place_.nodes - 1) % place_.nodes;
-    post([this, bytes, from] { write_received(*bytes, from); });
+    post([this, bytes, from] {
+      write_received(*bytes, from);
+      std::lock_guard lock(mutex_);
+      spare_received_.push_back(std::move(*bytes));
+    });
   }
   const auto arrival = peer_->probe();
   if (!arrival) return;
@@ -286,6 +291,16 @@ void SnapshotWriter::progress_receive() {
     peer_->receive(*arrival, {});
     end_received_ = true;
     return;
+  }
+  // A buffer a received copy was written from, if the snapshot thread is done with one: the
+  // copies of a run have one size (SnapshotWriter.h), so after the first two copies no
+  // receive allocates or zeroes memory.
+  {
+    std::lock_guard lock(mutex_);
+    if (!spare_received_.empty()) {
+      receiving_ = std::move(spare_received_.back());
+      spare_received_.pop_back();
+    }
   }
   receiving_.resize(arrival->bytes);
   receive_request_ = peer_->ireceive(*arrival, receiving_);

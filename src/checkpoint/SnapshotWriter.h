@@ -124,6 +124,8 @@ class SnapshotWriter {
   bool stopping_ = false;
   bool writing_ = false;             // the own snapshot in image_ is not sealed yet
   std::vector<std::byte> outgoing_;  // serialised, waiting to be sent (newest only)
+  // Receive buffers the snapshot thread has written to a file, for the next receive.
+  std::vector<std::vector<std::byte>> spare_received_;
   Stats stats_;
 
   // The own snapshot being written: the main thread fills it in take(), the snapshot thread
