@@ -107,7 +107,8 @@ SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, i
   meta_room_ = static_cast<std::size_t>(*std::max_element(metas.begin(), metas.end())) + kMetaSlack;
   if (leader_) {
     kill_at_ = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_KILL_AT");
-    slow_copy_ms_ = static_cast<int>(std::min<std::int64_t>(positive_from_env("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS"), 60000));
+    const std::int64_t slow = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS");
+    slow_copy_ms_ = static_cast<int>(std::min<std::int64_t>(slow, 60000));  // -1 when unset: off
   }
   // The channel's communicator is made (and freed) by every rank, as MPI wants; the
   // leaders use it.
