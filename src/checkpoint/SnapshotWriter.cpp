@@ -148,10 +148,14 @@ SnapshotWriter::~SnapshotWriter() {
 
 std::filesystem::path SnapshotWriter::own_dir() const { return snapshot_node_dir(root_, place_.node, place_.nodes); }
 
-void SnapshotWriter::post(std::function<void()> task) {
+void SnapshotWriter::post(std::function<void()> task, bool first) {
   {
     std::lock_guard lock(mutex_);
-    tasks_.push_back(std::move(task));
+    if (first) {
+      tasks_.push_front(std::move(task));
+    } else {
+      tasks_.push_back(std::move(task));
+    }
     ++pending_;
   }
   work_.notify_one();
@@ -242,7 +246,8 @@ SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const fl
     optimizer_state_ = optimizer_state;
     copying_.store(true, std::memory_order_relaxed);  // published by the lock, read by fence() in this thread
   }
-  post([this, step] { write_own(step); });
+  // Ahead of any received copy still queued: the next optimizer update waits for its copy.
+  post([this, step] { write_own(step); }, /*first=*/true);
   return Taken::kYes;
 }
 

@@ -119,7 +119,8 @@ class SnapshotWriter {
   Json stats_json() const;
 
  private:
-  void post(std::function<void()> task);
+  // Queues a task for the snapshot thread; `first`: ahead of those queued.
+  void post(std::function<void()> task, bool first = false);
   void loop();
   void wait_idle();
   void wait_for_copy();
