@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -65,13 +66,13 @@ void prepare_all(SnapshotSlots& slots, std::size_t bytes) noexcept {
   }
 }
 
-// RINGTRAIN_TEST_SNAPSHOT_KILL_AT (SnapshotWriter.h), or -1.
-std::int64_t kill_at_from_env() {
-  const char* v = std::getenv("RINGTRAIN_TEST_SNAPSHOT_KILL_AT");
+// A test hook's positive number (SnapshotWriter.h), or -1.
+std::int64_t positive_from_env(const char* name) {
+  const char* v = std::getenv(name);
   if (!v || !*v) return -1;
   char* end = nullptr;
-  const long long step = std::strtoll(v, &end, 10);
-  return *end == '\0' && step > 0 ? step : -1;
+  const long long n = std::strtoll(v, &end, 10);
+  return *end == '\0' && n > 0 ? n : -1;
 }
 
 // The test hook's kill: the state is in the file, its header and section table half
@@ -104,7 +105,11 @@ SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, i
   // node, so that the copies from the previous node fit the slots made ready for them.
   const std::vector<std::uint64_t> metas = comm.allgather(static_cast<std::uint64_t>(meta_bytes));
   meta_room_ = static_cast<std::size_t>(*std::max_element(metas.begin(), metas.end())) + kMetaSlack;
-  if (leader_) kill_at_ = kill_at_from_env();
+  if (leader_) {
+    kill_at_ = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_KILL_AT");
+    const std::int64_t slow = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS");
+    slow_copy_ms_ = static_cast<int>(std::min<std::int64_t>(slow, 60000));  // -1 when unset: off
+  }
   // The channel's communicator is made (and freed) by every rank, as MPI wants; the
   // leaders use it.
   if (place_.nodes > 1) {
@@ -143,10 +148,14 @@ SnapshotWriter::~SnapshotWriter() {
 
 std::filesystem::path SnapshotWriter::own_dir() const { return snapshot_node_dir(root_, place_.node, place_.nodes); }
 
-void SnapshotWriter::post(std::function<void()> task) {
+void SnapshotWriter::post(std::function<void()> task, bool first) {
   {
     std::lock_guard lock(mutex_);
-    tasks_.push_back(std::move(task));
+    if (first) {
+      tasks_.push_front(std::move(task));
+    } else {
+      tasks_.push_back(std::move(task));
+    }
     ++pending_;
   }
   work_.notify_one();
@@ -175,12 +184,35 @@ void SnapshotWriter::wait_idle() {
   idle_.wait(lock, [&] { return pending_ == 0; });
 }
 
+void SnapshotWriter::wait_for_copy() {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock lock(mutex_);
+  copied_.wait(lock, [&] { return !copying_.load(std::memory_order_acquire); });
+  ++stats_.fence_waits;
+  stats_.fence_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void SnapshotWriter::copy_sources() {
+  if (slow_copy_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_copy_ms_));
+  const std::span<const std::byte> params = std::as_bytes(params_);
+  const std::span<const std::byte> state = std::as_bytes(optimizer_state_);
+  if (!params.empty()) std::memcpy(image_.data() + layout_.offset[1], params.data(), params.size());
+  if (!state.empty()) std::memcpy(image_.data() + layout_.offset[3], state.data(), state.size());
+  params_ = {};
+  optimizer_state_ = {};
+  {
+    std::lock_guard lock(mutex_);
+    copying_.store(false, std::memory_order_release);
+  }
+  copied_.notify_all();
+}
+
 SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const float> params,
                                            std::span<const float> buffers, std::span<const float> optimizer_state,
                                            const Json& meta) {
-  // Under the test hook no snapshot is skipped, so the one the test names is written
+  // Under a test hook no snapshot is skipped, so the one the test names is written
   // whatever the load (a loaded host skipped step 15's while step 10's was still sealing).
-  if (kill_at_ >= 0) wait_idle();
+  if (kill_at_ >= 0 || slow_copy_ms_ > 0) wait_idle();
   {
     std::lock_guard lock(mutex_);
     if (writing_) {
@@ -188,18 +220,18 @@ SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const fl
       return Taken::kBusy;
     }
   }
-  // The snapshot thread leaves own_slots_ and image_ alone until writing_ is set again.
+  // The snapshot thread leaves own_slots_, image_ and the sources alone until writing_ is
+  // set again. Here only what the next step changes before its optimizer update: the
+  // metadata and the buffers (sections 0 and 2); the thread copies sections 1 and 3.
   try {
     const std::string meta_text = meta.dump(2);
     if (meta_text.size() > meta_room_) meta_room_ = meta_text.size() + kMetaSlack;  // the files grow, once
-    const std::span<const std::byte> sections[] = {std::as_bytes(std::span(meta_text)), std::as_bytes(params),
-                                                   std::as_bytes(buffers), std::as_bytes(optimizer_state)};
-    layout_ = Checkpoint::layout(meta_room_, sections[1].size(), sections[2].size(), sections[3].size());
+    const std::span<const std::byte> now = std::as_bytes(buffers);
+    layout_ = Checkpoint::layout(meta_room_, params.size_bytes(), now.size(), optimizer_state.size_bytes());
     image_ = own_slots_->open(layout_.total);
-    for (std::size_t i = 0; i < CheckpointLayout::kSections; ++i) {
-      if (!sections[i].empty()) std::memcpy(image_.data() + layout_.offset[i], sections[i].data(), sections[i].size());
-    }
+    std::memcpy(image_.data() + layout_.offset[0], meta_text.data(), meta_text.size());
     std::memset(image_.data() + layout_.offset[0] + meta_text.size(), ' ', meta_room_ - meta_text.size());
+    if (!now.empty()) std::memcpy(image_.data() + layout_.offset[2], now.data(), now.size());
   } catch (const std::exception& e) {  // no room for the file: this one is lost, training goes on
     own_slots_->abandon();
     warn_(fmt::format("snapshot at step {} not written ({}); the previous one stays", step, e.what()));
@@ -210,12 +242,17 @@ SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const fl
   {
     std::lock_guard lock(mutex_);
     writing_ = true;
+    params_ = params;
+    optimizer_state_ = optimizer_state;
+    copying_.store(true, std::memory_order_relaxed);  // published by the lock, read by fence() in this thread
   }
-  post([this, step] { write_own(step); });
+  // Ahead of any received copy still queued: the next optimizer update waits for its copy.
+  post([this, step] { write_own(step); }, /*first=*/true);
   return Taken::kYes;
 }
 
 void SnapshotWriter::write_own(std::int64_t step) {
+  copy_sources();  // first: the main thread's next optimizer update waits for it (fence())
   bool ok = true;
   try {
     if (step == kill_at_) die_while_sealing(image_, layout_);
@@ -343,6 +380,8 @@ Json SnapshotWriter::stats_json() const {
   j.set("received_from_previous_node", s.received);
   j.set("bytes", s.bytes);
   j.set("thread_cpu_s", s.thread_cpu_seconds);
+  j.set("fence_waits", s.fence_waits);
+  j.set("fence_wait_s", s.fence_wait_seconds);
   return j;
 }
 

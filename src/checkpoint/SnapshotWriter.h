@@ -1,27 +1,37 @@
 // RAM snapshots of a synchronous run (--snapshot-every K, issue 23): every K steps each
-// node's leader copies the training state at the step boundary straight into a mapped
-// snapshot file (SnapshotSlots.h) and a thread of its own computes the CRC32s, seals the
-// file and renames it into place in its node's snapshot directory (SnapshotStore.h),
-// keeping the newest two; the same bytes go to the next node's leader (node order,
-// wrapping), which keeps them as that node's copy. The parameters are replicated, so one
-// writer per node is enough.
+// node's leader hands the training state at the step boundary to a thread of its own, which
+// copies it straight into a mapped snapshot file (SnapshotSlots.h), computes the CRC32s,
+// seals the file and renames it into place in its node's snapshot directory
+// (SnapshotStore.h), keeping the newest two; the same bytes go to the next node's leader
+// (node order, wrapping), which keeps them as that node's copy. The parameters are
+// replicated, so one writer per node is enough.
 //
-// Off the step's critical path: the step pays for one copy of the state (memory
-// bandwidth, into pages mapped and reserved once); checksumming and renaming run on the
-// snapshot thread, which never calls MPI. The copy to the next node travels on a
-// PeerChannel (its own communicator: its messages never match the all-reduce's) with
-// non-blocking sends and receives that the main thread posts and tests at step boundaries,
-// where the communication thread is idle (MPI_THREAD_SERIALIZED allows one thread in MPI at
-// a time); MPI moves the bytes during the next steps' calls. Nothing waits on a snapshot
-// before finish().
+// Off the step's critical path: at the step boundary the main thread copies only what the
+// next step changes before its optimizer update (the metadata text and the buffers:
+// batch-norm running statistics, or their mean in a copy); the step, sampler position and
+// RNG state are in the metadata (every random stream derives from seed, epoch and step).
+// The parameters and the optimizer state, nearly all of the bytes, are copied by the
+// snapshot thread while the next step's data, forward and backward run: nothing writes them
+// before that step's optimizer update, and the caller calls fence() before it (and before
+// any other write of them), which returns at once unless the thread is still copying.
+// Checksumming and renaming run on the snapshot thread too, which never calls MPI. The copy
+// to the next node travels on a PeerChannel (its own communicator: its messages never match
+// the all-reduce's) with non-blocking sends and receives that the main thread posts and
+// tests at step boundaries, where the communication thread is idle (MPI_THREAD_SERIALIZED
+// allows one thread in MPI at a time); MPI moves the bytes during the next steps' calls.
+// Nothing but fence() waits on a snapshot before finish().
 //
 // For tests only: RINGTRAIN_TEST_SNAPSHOT_KILL_AT=<step> in a leader's environment makes its
 // snapshot thread SIGKILL the process halfway through sealing the snapshot of that step
 // (after the state is in the file, before its section table is whole): a node lost while a
-// snapshot is being written, at a point a test can name. With it set, take() waits for the
-// previous snapshot instead of skipping, so every step's snapshot is written.
+// snapshot is being written, at a point a test can name. RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS
+// =<ms> makes the snapshot thread sleep that long before it copies the parameters and the
+// optimizer state: a thread that is late, so that a missing fence() lets the next optimizer
+// update into the snapshot. With either set, take() waits for the previous snapshot instead
+// of skipping, so every step's snapshot is written.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -53,7 +63,9 @@ class SnapshotWriter {
     std::int64_t sent = 0;           // copies sent to the next node
     std::int64_t received = 0;       // copies from the previous node written here
     std::int64_t bytes = 0;          // size of the last snapshot
-    double thread_cpu_seconds = 0.0;  // CPU time of the snapshot thread (CRC, seal, rename, copies)
+    double thread_cpu_seconds = 0.0;  // CPU time of the snapshot thread (copies, CRC, seal, rename)
+    std::int64_t fence_waits = 0;     // fence() calls that found the thread still copying
+    double fence_wait_seconds = 0.0;  // the main thread's (wall) time in them
   };
 
   // Collective over comm (the peer channel is a communicator of its own). `state_bytes`:
@@ -75,13 +87,23 @@ class SnapshotWriter {
   const std::filesystem::path& root() const noexcept { return root_; }
   std::filesystem::path own_dir() const;
 
-  // Node leaders, at a step boundary: copies the state into a snapshot file for the
-  // snapshot thread. kBusy (nothing copied) while the previous snapshot is still being
-  // written: this one is skipped. kFailed when no file could be had (a full /dev/shm: a
-  // warning says why; the previous snapshots stay).
+  // Node leaders, at a step boundary: copies the metadata and the buffers into a snapshot
+  // file and hands it to the snapshot thread, which copies params and optimizer_state into
+  // it later: they must stay unchanged, and alive, until fence() (or finish(), or the
+  // destructor) returns. `buffers` is copied here (it may be a temporary). kBusy (nothing
+  // copied) while the previous snapshot is still being written: this one is skipped.
+  // kFailed when no file could be had (a full /dev/shm: a warning says why; the previous
+  // snapshots stay).
   enum class Taken { kYes, kBusy, kFailed };
   Taken take(std::int64_t step, std::span<const float> params, std::span<const float> buffers,
              std::span<const float> optimizer_state, const Json& meta);
+  // Every rank, before anything writes the parameters or the optimizer state handed to
+  // take() (the optimizer update of the next step): waits until the snapshot thread has
+  // copied them. An atomic load when it has (the usual case: it had the step's data,
+  // forward and backward to do it in).
+  void fence() {
+    if (copying_.load(std::memory_order_acquire)) wait_for_copy();
+  }
   // Every rank, every step boundary (cheap: a test or probe): moves the copies along.
   // Nothing to do unless exchanges(): a node leader with a next node.
   void progress();
@@ -97,9 +119,12 @@ class SnapshotWriter {
   Json stats_json() const;
 
  private:
-  void post(std::function<void()> task);
+  // Queues a task for the snapshot thread; `first`: ahead of those queued.
+  void post(std::function<void()> task, bool first = false);
   void loop();
   void wait_idle();
+  void wait_for_copy();
+  void copy_sources();
   void write_own(std::int64_t step);
   void write_received(const std::vector<std::byte>& bytes, int from);
   void progress_send();
@@ -127,13 +152,21 @@ class SnapshotWriter {
   // Receive buffers the snapshot thread has written to a file, for the next receive.
   std::vector<std::vector<std::byte>> spare_received_;
   Stats stats_;
+  // Set by take(), cleared (release) by the snapshot thread once it has copied params_ and
+  // optimizer_state_ into image_; fence() waits on copied_ while it is set.
+  std::atomic<bool> copying_{false};
+  std::condition_variable copied_;
 
-  // The own snapshot being written: the main thread fills it in take(), the snapshot thread
-  // seals it; writing_ hands it over.
+  // The own snapshot being written: the main thread fills in the metadata and buffers in
+  // take(), the snapshot thread copies the parameters and optimizer state in and seals it;
+  // writing_ hands it over.
   std::unique_ptr<SnapshotSlots> own_slots_;
   CheckpointLayout layout_;
   std::span<std::byte> image_;
+  std::span<const float> params_;           // the caller's, read by the snapshot thread until
+  std::span<const float> optimizer_state_;  // copying_ is cleared
   std::int64_t kill_at_ = -1;  // RINGTRAIN_TEST_SNAPSHOT_KILL_AT
+  int slow_copy_ms_ = 0;       // RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS
   std::size_t meta_room_ = 0;  // the metadata section's size (main thread, in take())
 
   // Snapshot thread only.

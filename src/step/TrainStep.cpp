@@ -145,6 +145,7 @@ StepResult TrainStep::run(const LoopPosition& at, double lr, GradientSync& sync)
                                       at.step_in_epoch + 1, steps_per_epoch_));
   }
   const auto t0 = Clock::now();
+  if (before_update_) before_update_();
   optimizer_->step(model_.params(), model_.grads(), lr);
   result.times.optimizer = seconds_between(t0, Clock::now());
   return result;
@@ -222,6 +223,7 @@ StepResult TrainStep::run_shards(const LoopPosition& at, double lr, ExactShardSu
   result.times.wait = s.wait;
   result.comm_slices = std::move(s.slices);
   const auto t1 = Clock::now();
+  if (before_update_) before_update_();
   optimizer_->step(model_.params(), model_.grads(), lr);
   result.times.optimizer = seconds_between(t1, Clock::now());
   return result;

@@ -85,6 +85,11 @@ class TrainStep {
   // agreement, the exact sum and the optimizer. Nothing in it depends on the rank count.
   StepResult run_shards(const LoopPosition& at, double lr, ExactShardSum& sum);
 
+  // Called by run() and run_shards() just before the optimizer update, the only write of
+  // the parameters and optimizer state in a step (a RAM snapshot's thread may still be
+  // reading them: SnapshotWriter::fence). Its time counts as the optimizer's.
+  void set_before_update(std::function<void()> fn) { before_update_ = std::move(fn); }
+
  private:
   Model& model_;
   Optimizer* optimizer_;  // null: compute_gradients() only
@@ -97,6 +102,7 @@ class TrainStep {
   std::vector<std::int32_t> labels_;
   std::vector<float> accumulated_;   // accumulate > 1: the sum of the earlier micro-batches' gradients
   std::vector<float> step_buffers_;  // logical shards: the running statistics the step started with
+  std::function<void()> before_update_;
 
   PhaseTimes compute_shards(const LoopPosition& at, StepTotals& local, ExactShardSum& sum);
   std::uint64_t augment_key(const LoopPosition& at) const;

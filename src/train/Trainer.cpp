@@ -123,7 +123,15 @@ TrainStep Trainer::State::make_step() {
   TrainStepConfig step_config{config.batch_size, config.accumulate, config.seed, config.data.augment};
   step_config.logical_shards = config.logical_shards;
   if (rank == world - 1) step_config.straggler_ms = config.straggler_ms;  // the last rank, as in async mode
-  return TrainStep(*model_, *optimizer, *data.train, step_config, rank, world);
+  TrainStep step(*model_, *optimizer, *data.train, step_config, rank, world);
+  // A snapshot's thread copies the parameters and optimizer state after take() returns;
+  // nothing else writes them while the loop runs (the set-up's broadcast and resume come
+  // before the writer exists; evaluation and checkpoints only read them; finish() and the
+  // writer's destructor, before the model's, wait for the thread).
+  step.set_before_update([this] {
+    if (snapshots) snapshots->fence();
+  });
+  return step;
 }
 
 std::string Trainer::State::batch_text() const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <system_error>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -101,7 +102,11 @@ void Trainer::State::take_snapshot() {
     buffers = mean_buffers;
   }
   if (!snapshots->leader()) return;
-  switch (snapshots->take(pos.global_step, model_->params(), buffers, optimizer->state(), snapshot_meta())) {
+  // Read access (a ParamsSpan would mark the layers' weight copies stale). The thread copies
+  // the parameters and optimizer state after take() returns: TrainStep's optimizer update
+  // waits for it (make_step()).
+  switch (snapshots->take(pos.global_step, std::as_const(*model_).params(), buffers, optimizer->state(),
+                          snapshot_meta())) {
     case SnapshotWriter::Taken::kYes:
       break;
     case SnapshotWriter::Taken::kBusy:

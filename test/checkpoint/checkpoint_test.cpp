@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <random>
 
@@ -19,6 +20,8 @@
 #include "checkpoint/Crc32.h"
 #include "checkpoint/SnapshotSlots.h"
 #include "checkpoint/SnapshotStore.h"
+#include "checkpoint/SnapshotWriter.h"
+#include "collectives/SelfCommunicator.h"
 
 using namespace ringtrain;
 using Catch::Matchers::Contains;
@@ -392,4 +395,41 @@ TEST_CASE("a metadata section padded with spaces (RAM snapshots) reads as the sa
   image[l.offset[0] + text + 10] = std::byte{'x'};
   Checkpoint::seal(image, l);
   CHECK_THROWS_WITH(Checkpoint::deserialize(image, "padded.rtck"), Contains("padded.rtck: meta"));
+}
+
+TEST_CASE("SnapshotWriter: a snapshot holds its step's state although the next update ran before its thread copied it") {
+  // The snapshot thread copies the parameters and optimizer state after take() returns
+  // (SnapshotWriter.h); here it sleeps 100 ms first (the test hook), while this thread, as
+  // the training loop does, changes the buffers at once (the next forward) and the parameters
+  // and optimizer state after fence() (the next optimizer update). Without the fence, or
+  // with the buffers copied late, the snapshot would hold the changed values.
+  const auto root = temp_dir() / "ram";
+  CheckpointData d = sample();
+  d.meta.set("global_step", 10);
+  SelfCommunicator comm;
+  std::atomic<int> warnings{0};  // from the snapshot thread too: counted, checked below
+  ::setenv("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS", "100", 1);
+  SnapshotWriter writer(comm, root, 2, 4 * (d.params.size() + d.buffers.size() + d.optimizer_state.size()),
+                        d.meta.dump(2).size(), [&](const std::string&) { ++warnings; });
+  ::unsetenv("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS");
+  std::vector<float> params = d.params, buffers = d.buffers, state = d.optimizer_state;
+  REQUIRE(writer.take(10, params, buffers, state, d.meta) == SnapshotWriter::Taken::kYes);
+  for (float& b : buffers) b = -1.0f;  // the next forward
+  writer.fence();                       // then its optimizer update
+  for (float& p : params) p += 1.0f;
+  for (float& v : state) v = 7.0f;
+  writer.finish();
+  const auto path = writer.own_dir() / snapshot_file_name(10);
+  const CheckpointData back = Checkpoint::deserialize(Checkpoint::read_file(path), path.string());
+  auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), 4 * a.size()) == 0;
+  };
+  CHECK(same_bits(back.params, d.params));
+  CHECK(same_bits(back.buffers, d.buffers));
+  CHECK(same_bits(back.optimizer_state, d.optimizer_state));
+  CHECK(back.meta.at("global_step").as_int() == 10);
+  const SnapshotWriter::Stats stats = writer.stats();
+  CHECK(stats.written == 1);
+  CHECK(stats.fence_waits <= 1);
+  CHECK(warnings == 0);
 }

@@ -4,8 +4,11 @@
 // resumed with --resume auto from them ends with the same bits as an uninterrupted run
 // (logical shards), also when only one node's copy of another node's snapshot survives
 // (read by that rank and broadcast), and a torn or corrupt newest snapshot is skipped for
-// the previous one. OMP_NUM_THREADS=1 and --threads 1: comparable bits.
+// the previous one; the snapshots hold their step's state even when their thread copies it
+// late. OMP_NUM_THREADS=1 and --threads 1: comparable bits.
 #include <catch2/catch.hpp>
+
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -110,7 +113,13 @@ TEST_CASE("snapshots: every K steps on each node and the next, resume bit-identi
 
   TrainConfig c = snap_config(17);
   c.snapshot_every = 5;  // at steps 5, 10, 15: the newest two stay
+  // Each snapshot thread copies the parameters and optimizer state 200 ms late (the test
+  // hook, SnapshotWriter.h), well after the next step's optimizer would have run had it not
+  // waited for the copy (SnapshotWriter::fence): without that wait the snapshot of step 15
+  // would hold step 16's parameters, and the resumed runs below would end elsewhere.
+  ::setenv("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS", "200", 1);
   train(c);
+  ::unsetenv("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS");
   // Each node holds its own snapshots and the previous node's copies; step 5's file is kept
   // as the spare that the next snapshot would be written into (SnapshotSlots.h).
   const int k = world_rank();
