@@ -51,6 +51,9 @@ for w in words:
             for s in range(a, b + 1):
                 log.write(json.dumps({"type": "step", "t": t0 + 0.01 * (s - a), "step": s, "steps": 1}) + "\n")
             log.write('{"type":"step","t":')  # a torn last line, as a killed rank leaves
+        # The steps take the time their records say (0.01 s each), so this launch ends after
+        # its last step: a relaunch's first step can never come before it, however fast.
+        time.sleep(0.01 * (b - a))
     elif key in ("down", "up"):
         os.makedirs(os.path.join(state, "down"), exist_ok=True)
         for h in value.split(","):
