@@ -130,7 +130,7 @@ void ExactShardSum::add(int i, std::span<const float> grads, std::span<const flo
 void ExactShardSum::agree(StepTotals& totals) {
   double values[4] = {totals.loss_sum, totals.correct, totals.count, totals.stop};
   StallRecord::instance().set_bucket(-1, static_cast<int>(buckets_.size()));  // stall watchdog
-  in_mpi([&] { comm_.allreduce_sum(std::span<double>(values)); });
+  comm_.allreduce_sum(std::span<double>(values));
   totals = {values[0], values[1], values[2], values[3]};
 }
 
@@ -184,9 +184,10 @@ SyncTimes ExactShardSum::reduce(std::span<float> grads, std::span<float> buffers
   t.allreduce = seconds_between(t0, t1);
   t.exposed = t.allreduce;  // nothing runs beside it
   // MPI's reductions run inside its calls, so, as with --allreduce mpi, all their time counts
-  // as waiting: allreduce - wait is then this class's own work (the fixed-point conversion
-  // both ways and the buffers' average).
+  // as waiting; the rest is this class's own work: the conversion both ways, the buffers'
+  // average.
   t.wait = mpi_seconds_;
+  t.convert = t.allreduce - mpi_seconds_;
   mpi_seconds_ = 0.0;
   t.slices.emplace_back(seconds_between(begin_time_, t0), seconds_between(begin_time_, t1));
   return t;

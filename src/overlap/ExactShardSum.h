@@ -38,10 +38,7 @@ class ExactShardSum {
   int first_shard() const noexcept { return first_; }
 
   // At the start of each step: the clock SyncTimes::slices are measured from.
-  void begin() {
-    begin_time_ = std::chrono::steady_clock::now();
-    mpi_seconds_ = 0.0;
-  }
+  void begin() { begin_time_ = std::chrono::steady_clock::now(); }
 
   // Local shard i (0 .. local_shards()-1, each once per step): its gradient (the mean over
   // its samples) and the model's buffers after its forward.
@@ -51,8 +48,8 @@ class ExactShardSum {
   void agree(StepTotals& totals);
 
   // grads <- (1/S) x the exact sum over all S shards; buffers <- their mean over shards, in
-  // shard order. Throws CollectiveError on every rank if a gradient is not finite. The
-  // returned wait is the step's seconds inside MPI calls (agree's included).
+  // shard order. Throws CollectiveError on every rank if a gradient is not finite. Of the
+  // returned allreduce, wait is the seconds inside MPI calls and convert the rest.
   SyncTimes reduce(std::span<float> grads, std::span<float> buffers);
 
   // Bytes of one reduce on the wire per rank and direction (p > 1): 8 per parameter, 8 per
@@ -82,7 +79,7 @@ class ExactShardSum {
   std::vector<double> slots_;       // S x num_buffers: shard k's buffers in row k, zeros elsewhere
   std::vector<double> scales_;      // per bucket: 2^e of this step
   std::chrono::steady_clock::time_point begin_time_;
-  double mpi_seconds_ = 0.0;  // this step's seconds inside MPI calls so far
+  double mpi_seconds_ = 0.0;  // reduce()'s seconds inside MPI calls so far
 };
 
 }  // namespace ringtrain

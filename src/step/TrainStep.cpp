@@ -192,6 +192,7 @@ PhaseTimes TrainStep::compute_shards(const LoopPosition& at, StepTotals& local, 
     t.backward += seconds_between(t2, t3);
     t.allreduce += kept;
     t.exposed += kept;
+    t.convert += kept;
   }
   if (config_.straggler_ms > 0.0) {
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config_.straggler_ms));
@@ -225,6 +226,7 @@ StepResult TrainStep::run_shards(const LoopPosition& at, double lr, ExactShardSu
   result.times.allreduce += s.allreduce;
   result.times.exposed += s.exposed;
   result.times.wait = s.wait;
+  result.times.convert += s.convert;
   result.comm_slices = std::move(s.slices);
   const auto t1 = Clock::now();
   optimizer_->step(model_.params(), model_.grads(), lr);
