@@ -19,10 +19,14 @@ every step, for the timings). Per run, over the steps after --warmup:
                gradient with its max |g|, the max all-reduce, the conversion to int64 and back,
                the int64 all-reduce and the batch-norm slots;
   in MPI       of it, wait_s: for fp32 the ring's blocked waits; for the exact runs the
-               seconds inside MPI calls (MPI reduces inside them, as with --allreduce mpi);
-  outside MPI  all-reduce - in MPI: for the exact runs the conversion (and the shard copy,
-               and waiting for the other rank at the agreement when compute is uneven); for
-               fp32 the ring's own float additions and copies plus the agreement;
+               seconds inside the sum's MPI_Allreduce calls (MPI reduces inside them, as with
+               --allreduce mpi);
+  conversion   of it, convert_s (exact runs only): the exact sum's own work, i.e. keeping
+               each shard's gradient and max |g|, the conversion to int64 and back, the
+               batch-norm slots' average;
+  rest         all-reduce - in MPI - conversion: the agreement, where the rank that finished
+               its compute first waits for the other (load imbalance, large on a busy host),
+               and for fp32 the ring's own float additions and copies;
   MB sent      rank 0's bytes_sent over the timed steps, per step, in 10^6 bytes;
   ratio        step ms / fp32's step ms of the same round; the median of those per-round
                ratios is the figure to quote (the two runs of a round share the machine's load).
@@ -202,7 +206,8 @@ def measure(run_dir, warmup):
     run = rundata.Run(run_dir)
     if not run.summary_file:
         return None
-    out = {"shards": run.summary_file.get("logical_shards", 0), "allreduce_ms": [], "mpi_ms": []}
+    out = {"shards": run.summary_file.get("logical_shards", 0), "allreduce_ms": [], "mpi_ms": [],
+           "convert_ms": []}
     for r in run.ranks:
         steps = sorted((s for s in run.of_type(r, "step") if "step" in s), key=lambda s: s["step"])
         timed = [s for s in steps if s["step"] > warmup]
@@ -212,12 +217,13 @@ def measure(run_dir, warmup):
         n = timed[-1]["step"] - warmup
         out["allreduce_ms"].append(1e3 * sum(rundata.num(s.get("allreduce_s")) or 0.0 for s in timed) / n)
         out["mpi_ms"].append(1e3 * sum(rundata.num(s.get("wait_s")) or 0.0 for s in timed) / n)
+        out["convert_ms"].append(1e3 * sum(rundata.num(s.get("convert_s")) or 0.0 for s in timed) / n)
         if r == 0:
             out["step_ms"] = 1e3 * (timed[-1]["t"] - start[0]["t"]) / n
             out["mb_sent"] = (timed[-1]["bytes_sent"] - start[0]["bytes_sent"]) / n / 1e6
-    out["allreduce_ms"] = statistics.mean(out["allreduce_ms"])
-    out["mpi_ms"] = statistics.mean(out["mpi_ms"])
-    out["outside_ms"] = out["allreduce_ms"] - out["mpi_ms"]
+    for key in ("allreduce_ms", "mpi_ms", "convert_ms"):
+        out[key] = statistics.mean(out[key])
+    out["rest_ms"] = out["allreduce_ms"] - out["mpi_ms"] - out["convert_ms"]
     return out
 
 
@@ -232,8 +238,8 @@ def cell(values, digits=1):
 def report(results, models, labels, meta):
     """The markdown table: results[(model, label)] is the list of rounds' measure() dicts."""
     lines = [meta, "",
-             "| model | run | step ms | ratio to fp32 | all-reduce ms | in MPI ms | outside MPI ms (exact: conversion) "
-             "| MB sent / step / rank |", "|---|---|---|---|---|---|---|---|"]
+             "| model | run | step ms | ratio to fp32 | all-reduce ms | in MPI ms | conversion ms | rest ms "
+             "| MB sent / step / rank |", "|---|---|---|---|---|---|---|---|---|"]
     for m in models:
         base = results[(m, labels[0])]
         for label in labels:
@@ -242,7 +248,8 @@ def report(results, models, labels, meta):
             ratio = "1" if label == labels[0] else cell(ratios, 3)
             lines.append(f"| {m} | {label} | {cell([x['step_ms'] for x in rounds])} | {ratio} | "
                          f"{cell([x['allreduce_ms'] for x in rounds])} | {cell([x['mpi_ms'] for x in rounds])} | "
-                         f"{cell([x['outside_ms'] for x in rounds])} | "
+                         f"{cell([x['convert_ms'] for x in rounds]) if label != labels[0] else ''} | "
+                         f"{cell([x['rest_ms'] for x in rounds])} | "
                          f"{statistics.median(x['mb_sent'] for x in rounds):.3f} |")
     return "\n".join(lines)
 
@@ -278,7 +285,8 @@ def main(argv=None):
                         sys.exit(f"exact_overhead.py: {' '.join(cmd)} failed (exit {rc}):\n{err[-2000:]}")
                     results[(m, label)].append(got)
                     log(f"round {rnd + 1} {m} {label}: {got['step_ms']:.1f} ms/step, all-reduce "
-                        f"{got['allreduce_ms']:.1f} ms ({got['mpi_ms']:.1f} in MPI), {got['mb_sent']:.3f} MB sent")
+                        f"{got['allreduce_ms']:.1f} ms ({got['mpi_ms']:.1f} in MPI, {got['convert_ms']:.1f} "
+                        f"conversion), {got['mb_sent']:.3f} MB sent")
     except (KeyboardInterrupt, Stop) as e:
         sys.exit(f"exact_overhead.py: stopped ({e or 'Ctrl-C'})")
     finally:
