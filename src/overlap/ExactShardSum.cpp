@@ -75,6 +75,12 @@ std::uint32_t copy_max_abs_bits(const float* src, float* dst, std::size_t n) {
   return m;
 }
 
+// acc[j] = round(g[j] x scale): the first shard, which saves zeroing acc first.
+RINGTRAIN_VECTOR_CLONES
+void set_fixed(const float* g, std::int64_t* acc, std::size_t n, double scale) {
+  for (std::size_t j = 0; j < n; ++j) acc[j] = round_to_int(static_cast<double>(g[j]) * scale);
+}
+
 // acc[j] += round(g[j] x scale). One correctly rounded multiply and add per element, so the
 // ISA clones give the same integers (CpuDispatch.h).
 RINGTRAIN_VECTOR_CLONES
@@ -138,11 +144,13 @@ void ExactShardSum::exact_sum_of_bucket(std::size_t b, double max_abs) {
   const auto [offset, count] = buckets_[b];
   const double scale = scale_for(max_abs, shards_);
   scales_[b] = scale;
-  std::fill(fixed_.begin() + static_cast<std::ptrdiff_t>(offset),
-            fixed_.begin() + static_cast<std::ptrdiff_t>(offset + count), 0);
   for (int i = 0; i < local_; ++i) {
     const float* g = grads_.data() + static_cast<std::size_t>(i) * num_params_;
-    add_fixed(g + offset, fixed_.data() + offset, count, scale);
+    if (i == 0) {
+      set_fixed(g + offset, fixed_.data() + offset, count, scale);
+    } else {
+      add_fixed(g + offset, fixed_.data() + offset, count, scale);
+    }
   }
 }
 
