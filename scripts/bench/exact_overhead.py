@@ -171,11 +171,12 @@ def launch_argv(args, argv):
             ["-x", f"OMP_NUM_THREADS={args.threads}"] + argv)
 
 
-def run_command(cmd, timeout):
+def run_command(cmd, timeout, threads):
     """(exit status, stderr) of cmd; on any exception (Ctrl-C, Stop, the timeout) the child is
     ended first (its own process group: mpirun and what it started), so nothing is left behind."""
+    # OMP_NUM_THREADS: cluster.sh run passes it on to every node's ranks.
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+           "OMP_NUM_THREADS": str(threads)}
     child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
                              start_new_session=True)
     try:
@@ -279,7 +280,7 @@ def main(argv=None):
                 for label, extra in (order if rnd % 2 == 0 else order[::-1]):
                     run_dir = os.path.join(work, f"{m}-{label.replace('=', '')}-r{rnd + 1}")
                     cmd = launch_argv(args, train_argv(args, m, args.steps[m], extra, run_dir))
-                    rc, err = run_command(cmd, args.timeout)
+                    rc, err = run_command(cmd, args.timeout, args.threads)
                     got = measure(run_dir, args.warmup) if rc == 0 else None
                     if got is None:
                         sys.exit(f"exact_overhead.py: {' '.join(cmd)} failed (exit {rc}):\n{err[-2000:]}")
