@@ -15,6 +15,9 @@ struct PhaseTimes {
   // without overlap). allreduce - exposed is what backward hid.
   double exposed = 0;
   double wait = 0;  // of allreduce, seconds blocked in MPI waits (Communicator::wait_seconds)
+  // of allreduce, --logical-shards only: the exact sum's own work (keeping each shard's
+  // gradient and max |g|, the conversion to int64 and back, the buffers' average)
+  double convert = 0;
   double optimizer = 0, checkpoint = 0, eval = 0;
 
   PhaseTimes& operator+=(const PhaseTimes& o) {
@@ -24,6 +27,7 @@ struct PhaseTimes {
     allreduce += o.allreduce;
     exposed += o.exposed;
     wait += o.wait;
+    convert += o.convert;
     optimizer += o.optimizer;
     checkpoint += o.checkpoint;
     eval += o.eval;

@@ -58,6 +58,29 @@ inline std::int64_t round_to_int(double x) {
   return bits - magic_bits;
 }
 
+// dst[j] = src[j] for j < n; returns the max of |src[j]|'s bit patterns. For a non-negative
+// float the bit pattern orders like the value, and inf and NaN have the largest ones
+// (>= 0x7f800000), so one integer max both finds max |g| exactly and flags a non-finite
+// value; unlike a float max with NaN checks, it vectorises (the copy and the max in one pass).
+RINGTRAIN_VECTOR_CLONES
+std::uint32_t copy_max_abs_bits(const float* src, float* dst, std::size_t n) {
+  std::uint32_t m = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, src + j, sizeof bits);
+    dst[j] = src[j];
+    bits &= 0x7fffffffu;
+    m = bits > m ? bits : m;
+  }
+  return m;
+}
+
+// acc[j] = round(g[j] x scale): the first shard, which saves zeroing acc first.
+RINGTRAIN_VECTOR_CLONES
+void set_fixed(const float* g, std::int64_t* acc, std::size_t n, double scale) {
+  for (std::size_t j = 0; j < n; ++j) acc[j] = round_to_int(static_cast<double>(g[j]) * scale);
+}
+
 // acc[j] += round(g[j] x scale). One correctly rounded multiply and add per element, so the
 // ISA clones give the same integers (CpuDispatch.h).
 RINGTRAIN_VECTOR_CLONES
@@ -92,20 +115,17 @@ void ExactShardSum::add(int i, std::span<const float> grads, std::span<const flo
   }
   if (i == 0) std::fill(max_abs_.begin(), max_abs_.end(), 0.0);
   float* dst = grads_.data() + static_cast<std::size_t>(i) * num_params_;
-  std::copy(grads.begin(), grads.end(), dst);
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const auto [offset, count] = buckets_[b];
-    double m = max_abs_[b];
-    for (std::size_t j = offset; j < offset + count; ++j) {
-      const double a = std::fabs(static_cast<double>(dst[j]));
-      // NaN compares false: it and inf become inf, which the max all-reduce carries to all.
-      if (!(a <= std::numeric_limits<double>::max())) {
-        m = std::numeric_limits<double>::infinity();
-      } else if (a > m) {
-        m = a;
-      }
+    const std::uint32_t bits = copy_max_abs_bits(grads.data() + offset, dst + offset, count);
+    // inf and NaN become inf, which the max all-reduce carries to every rank.
+    double m = std::numeric_limits<double>::infinity();
+    if (bits < 0x7f800000u) {
+      float f = 0.0f;
+      std::memcpy(&f, &bits, sizeof f);
+      m = static_cast<double>(f);
     }
-    max_abs_[b] = m;
+    max_abs_[b] = std::max(max_abs_[b], m);
   }
   // Shard k's row; + 0.0 turns -0 into +0, so the sum with the other ranks' zeros cannot
   // depend on which rank holds the shard.
@@ -124,11 +144,13 @@ void ExactShardSum::exact_sum_of_bucket(std::size_t b, double max_abs) {
   const auto [offset, count] = buckets_[b];
   const double scale = scale_for(max_abs, shards_);
   scales_[b] = scale;
-  std::fill(fixed_.begin() + static_cast<std::ptrdiff_t>(offset),
-            fixed_.begin() + static_cast<std::ptrdiff_t>(offset + count), 0);
   for (int i = 0; i < local_; ++i) {
     const float* g = grads_.data() + static_cast<std::size_t>(i) * num_params_;
-    add_fixed(g + offset, fixed_.data() + offset, count, scale);
+    if (i == 0) {
+      set_fixed(g + offset, fixed_.data() + offset, count, scale);
+    } else {
+      add_fixed(g + offset, fixed_.data() + offset, count, scale);
+    }
   }
 }
 
@@ -137,9 +159,8 @@ SyncTimes ExactShardSum::reduce(std::span<float> grads, std::span<float> buffers
     throw std::logic_error("ExactShardSum::reduce: buffers of another model");
   }
   const auto t0 = Clock::now();
-  const double wait_before = comm_.wait_seconds();
   std::vector<double> max_abs = max_abs_;
-  comm_.allreduce_max(std::span<double>(max_abs));  // exact: a max of doubles in any order
+  in_mpi([&] { comm_.allreduce_max(std::span<double>(max_abs)); });  // exact: a max of doubles in any order
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     if (!std::isfinite(max_abs[b])) {
       throw CollectiveError(fmt::format("a gradient became non-finite (gradient bucket {} of {}); lower --lr", b + 1,
@@ -148,7 +169,7 @@ SyncTimes ExactShardSum::reduce(std::span<float> grads, std::span<float> buffers
     exact_sum_of_bucket(b, max_abs[b]);
   }
   StallRecord::instance().set_bucket(0, static_cast<int>(buckets_.size()));
-  comm_.allreduce_sum(std::span<std::int64_t>(fixed_));
+  in_mpi([&] { comm_.allreduce_sum(std::span<std::int64_t>(fixed_)); });
   // Any fixed function of identical integers gives identical floats: q / (2^e S) in double.
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const auto [offset, count] = buckets_[b];
@@ -158,7 +179,7 @@ SyncTimes ExactShardSum::reduce(std::span<float> grads, std::span<float> buffers
     }
   }
   if (num_buffers_ > 0) {
-    comm_.allreduce_sum(std::span<double>(slots_));  // each slot: one value plus zeros, exact
+    in_mpi([&] { comm_.allreduce_sum(std::span<double>(slots_)); });  // each slot: one value plus zeros, exact
     for (std::size_t j = 0; j < num_buffers_; ++j) {
       double sum = 0.0;
       for (int k = 0; k < shards_; ++k) sum += slots_[static_cast<std::size_t>(k) * num_buffers_ + j];
@@ -170,7 +191,12 @@ SyncTimes ExactShardSum::reduce(std::span<float> grads, std::span<float> buffers
   const auto t1 = Clock::now();
   t.allreduce = seconds_between(t0, t1);
   t.exposed = t.allreduce;  // nothing runs beside it
-  t.wait = comm_.wait_seconds() - wait_before;
+  // MPI's reductions run inside its calls, so, as with --allreduce mpi, all their time counts
+  // as waiting; the rest is this class's own work: the conversion both ways, the buffers'
+  // average.
+  t.wait = mpi_seconds_;
+  t.convert = t.allreduce - mpi_seconds_;
+  mpi_seconds_ = 0.0;
   t.slices.emplace_back(seconds_between(begin_time_, t0), seconds_between(begin_time_, t1));
   return t;
 }

@@ -48,7 +48,8 @@ class ExactShardSum {
   void agree(StepTotals& totals);
 
   // grads <- (1/S) x the exact sum over all S shards; buffers <- their mean over shards, in
-  // shard order. Throws CollectiveError on every rank if a gradient is not finite.
+  // shard order. Throws CollectiveError on every rank if a gradient is not finite. Of the
+  // returned allreduce, wait is the seconds inside MPI calls and convert the rest.
   SyncTimes reduce(std::span<float> grads, std::span<float> buffers);
 
   // Bytes of one reduce on the wire per rank and direction (p > 1): 8 per parameter, 8 per
@@ -57,6 +58,13 @@ class ExactShardSum {
 
  private:
   void exact_sum_of_bucket(std::size_t b, double max_abs);
+  // Runs an MPI call, adding its seconds to mpi_seconds_.
+  template <typename F>
+  void in_mpi(F&& call) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    mpi_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
 
   Communicator& comm_;
   std::vector<std::pair<std::size_t, std::size_t>> buckets_;
@@ -71,6 +79,7 @@ class ExactShardSum {
   std::vector<double> slots_;       // S x num_buffers: shard k's buffers in row k, zeros elsewhere
   std::vector<double> scales_;      // per bucket: 2^e of this step
   std::chrono::steady_clock::time_point begin_time_;
+  double mpi_seconds_ = 0.0;  // reduce()'s seconds inside MPI calls so far
 };
 
 }  // namespace ringtrain

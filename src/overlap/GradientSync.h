@@ -31,6 +31,7 @@ struct SyncTimes {
   double allreduce = 0.0;  // seconds spent in the step's operations (agreement + buckets)
   double exposed = 0.0;    // of those, the seconds after the compute thread reached finish()
   double wait = 0.0;       // of allreduce, seconds blocked in MPI waits
+  double convert = 0.0;    // of allreduce, ExactShardSum's own work (0 for GradientSync)
   // Each operation as (start, end), seconds after begin(); the agreement first.
   std::vector<std::pair<double, double>> slices;
 };

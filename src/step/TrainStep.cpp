@@ -184,10 +184,16 @@ PhaseTimes TrainStep::compute_shards(const LoopPosition& at, StepTotals& local, 
     local.correct += static_cast<double>(r.correct);
     local.count += static_cast<double>(r.count);
     model_.backward();
+    const auto t3 = Clock::now();
+    // Keeping the shard's gradient and its max |g| is the exact sum's work, not backward's.
     sum.add(i, model_.grads(), buffers);
+    const double kept = seconds_between(t3, Clock::now());
     t.data += seconds_between(t0, t1);
     t.forward += seconds_between(t1, t2);
-    t.backward += seconds_between(t2, Clock::now());
+    t.backward += seconds_between(t2, t3);
+    t.allreduce += kept;
+    t.exposed += kept;
+    t.convert += kept;
   }
   if (config_.straggler_ms > 0.0) {
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config_.straggler_ms));
@@ -204,8 +210,8 @@ StepResult TrainStep::run_shards(const LoopPosition& at, double lr, ExactShardSu
   const auto t0 = Clock::now();
   sum.agree(result.totals);
   const double agreement = seconds_between(t0, Clock::now());
-  result.times.allreduce = agreement;
-  result.times.exposed = agreement;
+  result.times.allreduce += agreement;
+  result.times.exposed += agreement;
   const StepTotals& total = result.totals;
   if (total.stop > 0.0) {
     std::copy(step_buffers_.begin(), step_buffers_.end(), model_.buffers().begin());  // the step is discarded
@@ -221,6 +227,7 @@ StepResult TrainStep::run_shards(const LoopPosition& at, double lr, ExactShardSu
   result.times.allreduce += s.allreduce;
   result.times.exposed += s.exposed;
   result.times.wait = s.wait;
+  result.times.convert += s.convert;
   result.comm_slices = std::move(s.slices);
   const auto t1 = Clock::now();
   if (before_update_) before_update_();

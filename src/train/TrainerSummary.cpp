@@ -34,6 +34,7 @@ void Trainer::State::flush_steps() {
   rec.set("allreduce_s", t.allreduce);
   rec.set("exposed_comm_s", t.exposed);
   rec.set("wait_s", t.wait);
+  if (config.logical_shards > 0) rec.set("convert_s", t.convert);
   rec.set("optimizer_s", t.optimizer);
   rec.set("checkpoint_s", t.checkpoint);
   rec.set("bytes_sent", comm.bytes_sent());

@@ -1,9 +1,10 @@
-// Broadcast, allgather, barrier and the double reductions of MpiCommunicator at np 1..4.
+// Broadcast, allgather, barrier and the double and int64 reductions of MpiCommunicator at np 1..4.
 #include "collectives/Mpi.h"
 
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,6 +76,30 @@ TEST_CASE("allreduce_sum and allreduce_max of doubles") {
   for (int k = 0; k < n; ++k) square_sum += k * k;
   const bool ok = sums[0] == n * (n - 1) / 2.0 && sums[1] == 0.25 * n && sums[2] == -square_sum &&
                   maxes[0] == n - 1 && maxes[1] == 0.0 && maxes[2] == 1e300;
+  REQUIRE(all_ranks(ok));
+}
+
+TEST_CASE("allreduce_sum of int64: exact past one 8 MiB call, large values kept, bytes counted") {
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  const auto n = static_cast<std::int64_t>(comm.size());
+  const auto r = static_cast<std::int64_t>(comm.rank());
+  // 1 Mi + 5 values: two calls of MPI_Allreduce (the communicator cuts at 8 MiB), and values
+  // near 2^50 that a double-based sum would round (r + 1 is added to 2^50 + i x 3).
+  const std::size_t count = (std::size_t{1} << 20) + 5;
+  std::vector<std::int64_t> data(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    data[i] = (i % 2 == 0 ? 1 : -1) * ((std::int64_t{1} << 50) + static_cast<std::int64_t>(i) * 3 + r + 1);
+  }
+  const std::uint64_t sent_before = comm.bytes_sent();
+  comm.allreduce_sum(std::span<std::int64_t>(data));
+  bool ok = true;
+  for (std::size_t i = 0; ok && i < count; ++i) {
+    const std::int64_t want =
+        (i % 2 == 0 ? 1 : -1) * (n * ((std::int64_t{1} << 50) + static_cast<std::int64_t>(i) * 3) + n * (n + 1) / 2);
+    ok = data[i] == want;
+  }
+  const std::uint64_t sent = comm.bytes_sent() - sent_before;
+  ok = ok && sent == (n > 1 ? count * sizeof(std::int64_t) : 0);
   REQUIRE(all_ranks(ok));
 }
 

@@ -89,15 +89,22 @@ TEST_CASE("fp32's extremes: no overflow at FLT_MAX, zeros stay zeros, denormals 
 }
 
 TEST_CASE("A non-finite gradient is refused") {
-  SelfCommunicator self;
-  ExactShardSum sum(self, {{0, 2}}, 2, 0, 2);
-  sum.begin();
-  const std::vector<float> ok = {1.0f, 2.0f};
-  const std::vector<float> bad = {std::numeric_limits<float>::quiet_NaN(), 2.0f};
-  sum.add(0, ok, {});
-  sum.add(1, bad, {});
-  std::vector<float> out(2);
-  CHECK_THROWS_AS(sum.reduce(out, {}), CollectiveError);
+  // NaN of either sign and inf of either sign, in the last element of a later bucket: the max
+  // over bit patterns must see each of them.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float v : {nan, -nan, inf, -inf}) {
+    SelfCommunicator self;
+    ExactShardSum sum(self, {{0, 2}, {2, 3}}, 5, 0, 2);
+    sum.begin();
+    const std::vector<float> ok = {1.0f, 2.0f, 3.0f, FLT_MAX, -FLT_MAX};
+    const std::vector<float> bad = {1.0f, 2.0f, 3.0f, 4.0f, v};
+    sum.add(0, ok, {});
+    sum.add(1, bad, {});
+    std::vector<float> out(5);
+    INFO("value " << v);
+    CHECK_THROWS_AS(sum.reduce(out, {}), CollectiveError);
+  }
 }
 
 TEST_CASE("Buffers: the mean over shards, in shard order") {

@@ -742,6 +742,16 @@ logical_shards)
     "$work/np2/config.json" || fail "config.json lacks logical_shards 4 / global batch 16"
   a=$(params_crc "$work/np1/model.rtck") && b=$(params_crc "$work/np2/model.rtck") || fail "inspect failed"
   [[ -n $a && $a == "$b" ]] || fail "params CRC at np 1 ($a) differs from np 2 ($b)"
+  # The exact sum's step records split its all-reduce: wait_s (inside MPI) + convert_s (its own
+  # work) <= allreduce_s, convert_s > 0 (every step copies and converts the gradients).
+  $py - "$work/np2/rank-1.jsonl" <<'PY' || fail "step records lack a consistent convert_s"
+import json, sys
+steps = [r for r in map(json.loads, open(sys.argv[1])) if r.get("type") == "step"]
+assert steps, "no step records"
+for r in steps:
+    assert r["convert_s"] > 0 and r["wait_s"] >= 0, r
+    assert r["wait_s"] + r["convert_s"] <= r["allreduce_s"] + 1e-9, r
+PY
   "${mpi[@]}" -np 3 "$bin" train "${data[@]}" "${shards[@]}" --run-dir "$work/np3" > "$work/log" 2>&1; code=$?
   expect_fail "$work/log" 2 "--logical-shards 4 is not divisible by the 3 ranks" 3 $code
   [[ $(grep -c "error:" "$work/log") -eq 3 ]] || { cat "$work/log" >&2; fail "expected one error line per rank"; }
