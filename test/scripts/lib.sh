@@ -13,3 +13,23 @@ finish() {
   fi
   echo "$1: all checks passed"
 }
+
+# same_final_state BIN GOT REF STEP WHAT: fails unless the checkpoints GOT and REF (what
+# `BIN inspect` reads) are both at global step STEP and hold bit-identical parameters, buffers
+# and optimizer state (the three float sections end the file: Checkpoint::serialize). WHAT
+# names GOT's run in the messages.
+same_final_state() {
+  local bin=$1 got=$2 ref=$3 step=$4 what=$5 steps n ref_steps ref_n
+  if [[ ! -f $got || ! -f $ref ]]; then
+    fail "no model.rtck ($what: $(ls "$(dirname "$got")" 2>&1 | paste -sd' '))"
+    return
+  fi
+  floats() { "$bin" inspect "$1" | /usr/bin/python3 -c 'import json, sys
+d = json.load(sys.stdin); s = d["sections"]
+print(d["global_step"], s["params_floats"] + s["buffers_floats"] + s["optimizer_floats"])'; }
+  read -r steps n < <(floats "$got")
+  read -r ref_steps ref_n < <(floats "$ref")
+  [[ $steps == "$step" && $ref_steps == "$step" && $n == "$ref_n" ]] || fail "steps $steps/$ref_steps, floats $n/$ref_n"
+  cmp -s <(tail -c $((4 * n)) "$got") <(tail -c $((4 * n)) "$ref") ||
+    fail "the $what's final parameters/optimizer state differ from the uninterrupted 1-rank run's"
+}

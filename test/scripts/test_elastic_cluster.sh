@@ -60,19 +60,7 @@ rc=$?
 
 # The reference: one rank, no failure (S = 6 makes every rank count that divides it equal).
 OMP_NUM_THREADS=1 "$bin" "${train[@]}" --run-dir "$tmp/ref" >"$tmp/ref.log" 2>&1 || fail "the 1-rank run failed: $(cat "$tmp/ref.log")"
-floats() { "$bin" inspect "$1" | /usr/bin/python3 -c 'import json, sys
-d = json.load(sys.stdin); s = d["sections"]
-print(d["global_step"], s["params_floats"] + s["buffers_floats"] + s["optimizer_floats"])'; }
-if [[ -f $run/model.rtck && -f $tmp/ref/model.rtck ]]; then
-  read -r steps n < <(floats "$run/model.rtck")
-  read -r ref_steps ref_n < <(floats "$tmp/ref/model.rtck")
-  [[ $steps == 100 && $ref_steps == 100 && $n == "$ref_n" ]] || fail "steps $steps/$ref_steps, floats $n/$ref_n"
-  # The three float sections end the file (Checkpoint::serialize): parameters, buffers, optimizer state.
-  cmp -s <(tail -c $((4 * n)) "$run/model.rtck") <(tail -c $((4 * n)) "$tmp/ref/model.rtck") ||
-    fail "the elastic run's final parameters/optimizer state differ from the uninterrupted 1-rank run's"
-else
-  fail "no model.rtck (elastic: $(ls "$run" 2>&1 | paste -sd' '))"
-fi
+same_final_state "$bin" "$run/model.rtck" "$tmp/ref/model.rtck" 100 "elastic run"
 
 /usr/bin/python3 - "$run" <<'PY' || fail "membership records (above)"
 import json, os, sys

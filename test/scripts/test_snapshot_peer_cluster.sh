@@ -77,18 +77,7 @@ grep -q "resumed from snapshot /dev/shm/ringtrain-.*/node-1-of-2/from-node-0/$ne
   fail "the relaunch did not resume from node 1's copy $newest of node 0's snapshot: $(grep -h 'resume\|fresh' "$tmp/second.out")"
 
 OMP_NUM_THREADS=1 "$bin" "${train[@]}" --run-dir "$tmp/ref" >"$tmp/ref.log" 2>&1 || fail "the 1-rank run failed: $(cat "$tmp/ref.log")"
-floats() { "$bin" inspect "$1" | /usr/bin/python3 -c 'import json, sys
-d = json.load(sys.stdin); s = d["sections"]
-print(d["global_step"], s["params_floats"] + s["buffers_floats"] + s["optimizer_floats"])'; }
-if [[ -f $run/model.rtck && -f $tmp/ref/model.rtck ]]; then
-  read -r steps n < <(floats "$run/model.rtck")
-  read -r ref_steps ref_n < <(floats "$tmp/ref/model.rtck")
-  [[ $steps == 100 && $ref_steps == 100 && $n == "$ref_n" ]] || fail "steps $steps/$ref_steps, floats $n/$ref_n"
-  cmp -s <(tail -c $((4 * n)) "$run/model.rtck") <(tail -c $((4 * n)) "$tmp/ref/model.rtck") ||
-    fail "the resumed run's final parameters/optimizer state differ from the uninterrupted 1-rank run's"
-else
-  fail "no model.rtck (run: $(ls "$run" 2>&1 | paste -sd' '))"
-fi
+same_final_state "$bin" "$run/model.rtck" "$tmp/ref/model.rtck" 100 "resumed run"
 
 "$cluster" down >/dev/null 2>&1 || fail "cluster.sh down failed"
 [[ ! -e $shm0 && ! -e $shm1 ]] || fail "cluster.sh down left $(ls -d "$shm0" "$shm1" 2>/dev/null | paste -sd' ')"
