@@ -33,3 +33,23 @@ print(d["global_step"], s["params_floats"] + s["buffers_floats"] + s["optimizer_
   cmp -s <(tail -c $((4 * n)) "$got") <(tail -c $((4 * n)) "$ref") ||
     fail "the $what's final parameters/optimizer state differ from the uninterrupted 1-rank run's"
 }
+
+# For the tests on emulated nodes (scripts/mpirun/cluster.sh): skip (exit 77, SKIP_RETURN_CODE)
+# with a message naming what is missing, unless this is root with the tools and network
+# namespaces allowed; then export RINGTRAIN_CLUSTER_ID as the first id in FIRST..LAST with no
+# cluster up, so tests that ctest -j runs side by side stay apart.
+#   cluster_test_setup FIRST LAST WHY TOOL...
+skip() { echo "SKIP: $*"; exit 77; }
+cluster_test_setup() {
+  local first=$1 last=$2 why=$3 t id probe=rt-probe-$$
+  shift 3
+  [[ $(id -u) -eq 0 ]] || skip "needs root for $why"
+  for t in "$@"; do command -v "$t" >/dev/null 2>&1 || skip "'$t' not found"; done
+  ip netns add "$probe" 2>/dev/null || skip "'ip netns add' is not allowed here (a container without CAP_SYS_ADMIN?)"
+  ip netns del "$probe"
+  export RINGTRAIN_CLUSTER_ID=
+  for id in $(seq "$first" "$last"); do
+    [[ -e /run/ringtrain-cluster-$id ]] || { RINGTRAIN_CLUSTER_ID=$id; break; }
+  done
+  [[ -n $RINGTRAIN_CLUSTER_ID ]] || skip "no free cluster id in $first..$last"
+}

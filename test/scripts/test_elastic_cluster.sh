@@ -12,19 +12,8 @@ source "$here/lib.sh"
 bin=$1
 cluster=$here/../../scripts/mpirun/cluster.sh
 
-skip() { echo "SKIP: $*"; exit 77; }
-[[ $(id -u) -eq 0 ]] || skip "needs root for network namespaces (cluster.sh); run as root to test run.sh --elastic end to end"
-for t in ip tc unshare mpirun; do command -v $t >/dev/null 2>&1 || skip "'$t' not found"; done
-probe=rt-elastic-probe-$$
-ip netns add "$probe" 2>/dev/null || skip "'ip netns add' is not allowed here (a container without CAP_SYS_ADMIN?)"
-ip netns del "$probe"
-
 # A cluster id of our own (others may be up: RINGTRAIN_CLUSTER_ID names them apart).
-export RINGTRAIN_CLUSTER_ID=
-for id in $(seq 200 249); do
-  [[ -e /run/ringtrain-cluster-$id ]] || { RINGTRAIN_CLUSTER_ID=$id; break; }
-done
-[[ -n $RINGTRAIN_CLUSTER_ID ]] || skip "no free cluster id in 200..249"
+cluster_test_setup 200 249 "network namespaces (cluster.sh); run as root to test run.sh --elastic end to end" ip tc unshare mpirun
 trap '"$cluster" down >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 "$cluster" up --nodes 3 >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; skip "cluster.sh up failed (see above)"; }
 

@@ -15,19 +15,8 @@ source "$here/lib.sh"
 bin=$1
 cluster=$here/../../scripts/mpirun/cluster.sh
 
-skip() { echo "SKIP: $*"; exit 77; }
-[[ $(id -u) -eq 0 ]] || skip "needs root for network and mount namespaces (cluster.sh); run as root to test it"
-for t in ip tc unshare mount mpirun; do command -v $t >/dev/null 2>&1 || skip "'$t' not found"; done
-probe=rt-peer-probe-$$
-ip netns add "$probe" 2>/dev/null || skip "'ip netns add' is not allowed here (a container without CAP_SYS_ADMIN?)"
-ip netns del "$probe"
-
-# A cluster id of our own, apart from test_elastic_cluster.sh's 200..249 (ctest -j runs both).
-export RINGTRAIN_CLUSTER_ID=
-for id in $(seq 150 199); do
-  [[ -e /run/ringtrain-cluster-$id ]] || { RINGTRAIN_CLUSTER_ID=$id; break; }
-done
-[[ -n $RINGTRAIN_CLUSTER_ID ]] || skip "no free cluster id in 150..199"
+# Cluster ids 150..199, apart from test_elastic_cluster.sh's 200..249 (ctest -j runs both).
+cluster_test_setup 150 199 "network and mount namespaces (cluster.sh); run as root to test it" ip tc unshare mount mpirun
 shm0=/dev/shm/ringtrain-cluster$RINGTRAIN_CLUSTER_ID-node0
 shm1=/dev/shm/ringtrain-cluster$RINGTRAIN_CLUSTER_ID-node1
 trap '"$cluster" down >/dev/null 2>&1; rm -rf "$tmp"' EXIT
