@@ -53,3 +53,18 @@ cluster_test_setup() {
   done
   [[ -n $RINGTRAIN_CLUSTER_ID ]] || skip "no free cluster id in $first..$last"
 }
+
+# wait_for_step PID RANK0_LOG N TRIES: polls (every 0.1 s, at most TRIES times) until the
+# rank-0 log has a step record of step >= N in the first epoch or PID has ended; prints the
+# last step seen (0 if none).
+wait_for_step() {
+  local pid=$1 log=$2 n=$3 tries=$4 step=0 _
+  for _ in $(seq "$tries"); do
+    kill -0 "$pid" 2>/dev/null || break
+    step=$(grep -o '"type":"step","t":[0-9.e+-]*,"epoch":1,"step":[0-9]*' "$log" 2>/dev/null |
+      tail -n 1 | sed 's/.*"step"://')
+    ((${step:-0} >= n)) && break
+    sleep 0.1
+  done
+  echo "${step:-0}"
+}

@@ -27,14 +27,7 @@ run=$tmp/elastic
   >"$tmp/elastic.out" 2>"$tmp/elastic.err" &
 pid=$!
 # Node 1 dies once rank 0 has logged step 25 (after two checkpoints, mid-epoch).
-step=0
-for _ in $(seq 1200); do
-  kill -0 "$pid" 2>/dev/null || break
-  step=$(grep -o '"type":"step","t":[0-9.e+-]*,"epoch":1,"step":[0-9]*' "$run/rank-0.jsonl" 2>/dev/null |
-    tail -n 1 | sed 's/.*"step"://')
-  ((${step:-0} >= 25)) && break
-  sleep 0.1
-done
+step=$(wait_for_step "$pid" "$run/rank-0.jsonl" 25 1200)
 ((${step:-0} >= 25)) || fail "the elastic run never reached step 25 (at ${step:-0})"
 "$cluster" fail-node 1 >"$tmp/fail.log" 2>&1 || fail "cluster.sh fail-node 1: $(cat "$tmp/fail.log")"
 # Finishing takes ~10 s here; a hang is a failure, not a wait for ctest's timeout.

@@ -33,14 +33,7 @@ launch() { exec "$cluster" run --nodes 2 -np 2 --bin "$bin" -- "${train[@]}" --r
   --checkpoint-dir "$tmp/ck" "$@"; }
 launch >"$tmp/first.out" 2>&1 &
 pid=$!
-step=0
-for _ in $(seq 600); do
-  kill -0 "$pid" 2>/dev/null || break
-  step=$(grep -o '"type":"step","t":[0-9.e+-]*,"epoch":1,"step":[0-9]*' "$run/rank-0.jsonl" 2>/dev/null |
-    tail -n 1 | sed 's/.*"step"://')
-  ((${step:-0} >= 12)) && break
-  sleep 0.1
-done
+step=$(wait_for_step "$pid" "$run/rank-0.jsonl" 12 600)
 kill -TERM "$pid" 2>/dev/null
 wait "$pid"
 rc=$?
