@@ -46,12 +46,16 @@ def parse_args(argv):
     p.add_argument("--bin", default=os.environ.get("RINGTRAIN_BIN",
                                                    os.path.join(ROOT, "build", "apps", "ringtrain")))
     p.add_argument("--mpirun-args", default="--bind-to none --oversubscribe")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="an environment variable for the K > 0 runs' ranks (mpirun -x), e.g. "
+                        "RINGTRAIN_TEST_SNAPSHOT_SKIP=crc to measure what a part of a snapshot costs; repeatable")
     return p.parse_args(argv)
 
 
 def run_once(args, model, every, run_dir):
     """Seconds per step of one run (rank 0's step records)."""
-    cmd = (["mpirun", "-np", str(args.np)] + args.mpirun_args.split() +
+    env = [x for e in (args.env if every else []) for x in ("-x", e)]
+    cmd = (["mpirun", "-np", str(args.np)] + args.mpirun_args.split() + env +
            ["-x", f"OMP_NUM_THREADS={args.threads}", args.bin, "train", "--model", model,
             "--dataset", "synthetic", "--synthetic-shape", "1x28x28", "--synthetic-train", "16384",
             "--synthetic-test", "64", "--batch-size", str(args.batch_size), "--threads", str(args.threads),
@@ -98,6 +102,7 @@ def main(argv=None):
     finally:
         shutil.rmtree(work, ignore_errors=True)
     load_after = uptime()
+    print(f"{args.bin}{''.join(' ' + e for e in args.env)}\n")
     print(f"np {args.np}, --threads {args.threads}, --batch-size {args.batch_size}, {args.steps} timed steps "
           f"after {args.warmup}, {args.rounds} interleaved rounds\n")
     print(f"| model | ms/step K=0 | ms/step K={args.every} | ratio K={args.every} / K=0 (median of rounds) |")
@@ -107,7 +112,7 @@ def main(argv=None):
         ratios = [y / x for x, y in zip(a, b)]
         cell = lambda v: f"{1e3 * statistics.median(v):.2f} ({', '.join(f'{1e3 * x:.2f}' for x in v)})"
         print(f"| {m} | {cell(a)} | {cell(b)} | {statistics.median(ratios):.3f} "
-              f"({', '.join(f'{r:.3f}' for r in ratios)}) |")
+              f"[{min(ratios):.3f}-{max(ratios):.3f}] ({', '.join(f'{r:.3f}' for r in ratios)}) |")
     print(f"\n| model | snapshot bytes | written / skipped / optimizer waits on the copy (last run) "
           f"| CPU ms per step: main thread (step path) "
           f"+ snapshot thread, median of runs | as share of the K=0 step: main / main + thread |")

@@ -12,6 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <stdexcept>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -75,6 +78,30 @@ std::int64_t positive_from_env(const char* name) {
   return *end == '\0' && n > 0 ? n : -1;
 }
 
+// RINGTRAIN_TEST_SNAPSHOT_SKIP (SnapshotWriter.h): a comma-separated list of parts of a
+// snapshot's work to leave out, "copy" and "crc". Throws std::invalid_argument naming the
+// variable for anything else.
+std::pair<bool, bool> skipped_parts_from_env() {
+  const char* v = std::getenv("RINGTRAIN_TEST_SNAPSHOT_SKIP");
+  bool copy = false, crc = false;
+  if (!v) return {copy, crc};
+  std::string list = v;
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t end = std::min(list.find(',', at), list.size());
+    const std::string part = list.substr(at, end - at);
+    if (part == "copy") {
+      copy = true;
+    } else if (part == "crc") {
+      crc = true;
+    } else if (!part.empty()) {
+      throw std::invalid_argument(fmt::format(
+          "RINGTRAIN_TEST_SNAPSHOT_SKIP: unknown part \"{}\" (expected a comma-separated list of copy, crc)", part));
+    }
+    at = end + 1;
+  }
+  return {copy, crc};
+}
+
 // The test hook's kill: the state is in the file, its header and section table half
 // written (the second half zeros); then the process dies as a lost node does.
 [[noreturn]] void die_while_sealing(std::span<std::byte> image, const CheckpointLayout& layout) {
@@ -100,6 +127,7 @@ SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, i
       keep_(keep),
       warn_(std::move(warn)),
       place_(comm.node_place()) {
+  std::tie(skip_copy_, skip_crc_) = skipped_parts_from_env();  // every rank: a bad value fails on all
   leader_ = place_.leader_of(place_.node) == comm.rank();
   // The largest of the ranks' (their texts differ by a digit or two): the same room on every
   // node, so that the copies from the previous node fit the slots made ready for them.
@@ -196,8 +224,8 @@ void SnapshotWriter::copy_sources() {
   if (slow_copy_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_copy_ms_));
   const std::span<const std::byte> params = std::as_bytes(params_);
   const std::span<const std::byte> state = std::as_bytes(optimizer_state_);
-  if (!params.empty()) std::memcpy(image_.data() + layout_.offset[1], params.data(), params.size());
-  if (!state.empty()) std::memcpy(image_.data() + layout_.offset[3], state.data(), state.size());
+  if (!params.empty() && !skip_copy_) std::memcpy(image_.data() + layout_.offset[1], params.data(), params.size());
+  if (!state.empty() && !skip_copy_) std::memcpy(image_.data() + layout_.offset[3], state.data(), state.size());
   params_ = {};
   optimizer_state_ = {};
   {
@@ -256,7 +284,11 @@ void SnapshotWriter::write_own(std::int64_t step) {
   bool ok = true;
   try {
     if (step == kill_at_) die_while_sealing(image_, layout_);
-    Checkpoint::seal(image_, layout_);
+    if (skip_crc_) {
+      Checkpoint::seal(image_, layout_, {0u, 0u, 0u, 0u});  // measurements only: it does not read back
+    } else {
+      Checkpoint::seal(image_, layout_);
+    }
     own_slots_->commit(step);
     prepare_next(*own_slots_, layout_.total);
     // A newer one replaces one not yet sent; copied here, outside the lock the main thread

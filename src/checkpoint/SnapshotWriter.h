@@ -28,7 +28,11 @@
 // =<ms> makes the snapshot thread sleep that long before it copies the parameters and the
 // optimizer state: a thread that is late, so that a missing fence() lets the next optimizer
 // update into the snapshot. With either set, take() waits for the previous snapshot instead
-// of skipping, so every step's snapshot is written.
+// of skipping, so every step's snapshot is written. RINGTRAIN_TEST_SNAPSHOT_SKIP=<parts>, a
+// comma-separated list of "copy" (the parameters and optimizer state are not copied into
+// the file) and "crc" (the sections' CRC32s are not computed; zeros are written): for
+// measuring what each part of a snapshot costs the step (scripts/bench/snapshot_overhead.py
+// --env); such snapshots do not hold the step's state or do not read back.
 #pragma once
 
 #include <atomic>
@@ -167,6 +171,8 @@ class SnapshotWriter {
   std::span<const float> optimizer_state_;  // copying_ is cleared
   std::int64_t kill_at_ = -1;  // RINGTRAIN_TEST_SNAPSHOT_KILL_AT
   int slow_copy_ms_ = 0;       // RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS
+  bool skip_copy_ = false;     // RINGTRAIN_TEST_SNAPSHOT_SKIP
+  bool skip_crc_ = false;
   std::size_t meta_room_ = 0;  // the metadata section's size (main thread, in take())
 
   // Snapshot thread only.
