@@ -116,6 +116,23 @@ PhaseTimes TrainStep::compute_gradients(const LoopPosition& at, StepTotals& loca
   return t;
 }
 
+void TrainStep::update(double lr) {
+  Optimizer::UpdateObserver observer = before_update_ ? before_update_() : nullptr;
+  if (!observer) {
+    optimizer_->step(model_.params(), model_.grads(), lr);
+    return;
+  }
+  // For this update only: the next one runs its unblocked loops again.
+  optimizer_->set_update_observer(std::move(observer));
+  try {
+    optimizer_->step(model_.params(), model_.grads(), lr);
+  } catch (...) {
+    optimizer_->set_update_observer({});
+    throw;
+  }
+  optimizer_->set_update_observer({});
+}
+
 StepResult TrainStep::run(const LoopPosition& at, double lr, GradientSync& sync) {
   if (optimizer_ == nullptr) throw std::logic_error("TrainStep::run without an optimizer");
   StepResult result;
@@ -145,8 +162,7 @@ StepResult TrainStep::run(const LoopPosition& at, double lr, GradientSync& sync)
                                       at.step_in_epoch + 1, steps_per_epoch_));
   }
   const auto t0 = Clock::now();
-  if (before_update_) before_update_();
-  optimizer_->step(model_.params(), model_.grads(), lr);
+  update(lr);
   result.times.optimizer = seconds_between(t0, Clock::now());
   return result;
 }
@@ -230,8 +246,7 @@ StepResult TrainStep::run_shards(const LoopPosition& at, double lr, ExactShardSu
   result.times.convert += s.convert;
   result.comm_slices = std::move(s.slices);
   const auto t1 = Clock::now();
-  if (before_update_) before_update_();
-  optimizer_->step(model_.params(), model_.grads(), lr);
+  update(lr);
   result.times.optimizer = seconds_between(t1, Clock::now());
   return result;
 }
