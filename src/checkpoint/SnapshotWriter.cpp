@@ -140,6 +140,7 @@ SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, i
     const std::int64_t slow = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS");
     slow_copy_ms_ = static_cast<int>(std::min<std::int64_t>(slow, 60000));  // -1 when unset: off
     crc_on_thread_ = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_CRC_ON_THREAD") > 0;
+    copy_on_thread_ = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD") > 0;
   }
   // The channel's communicator is made (and freed) by every rank, as MPI wants; the
   // leaders use it.
@@ -239,7 +240,7 @@ void SnapshotWriter::copy_sources() {
 
 bool SnapshotWriter::arm(std::span<const float> params, std::span<const float> optimizer_state,
                          std::size_t buffers_bytes) {
-  if (!leader_ || skip_copy_ || params.empty()) return false;
+  if (!leader_ || skip_copy_ || copy_on_thread_ || params.empty()) return false;
   if (optimizer_state.size() % params.size() != 0) return false;  // not planes of the parameters' layout
   if (kill_at_ >= 0 || slow_copy_ms_ > 0) wait_idle();            // as in take(): none skipped under a test hook
   {

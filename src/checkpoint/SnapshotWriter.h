@@ -37,7 +37,8 @@
 // comma-separated list of "copy" (the parameters and optimizer state are neither captured
 // by the update nor copied into the file) and "crc" (the sections' CRC32s are not
 // computed; zeros are written), and RINGTRAIN_TEST_SNAPSHOT_CRC_ON_THREAD=1 (the state's
-// CRC32s computed by the snapshot thread from the file, not by capture() from cache): for
+// CRC32s computed by the snapshot thread from the file, not by capture() from cache) and
+// RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD=1 (no capture in the update: the thread's copy): for
 // measuring what each part of a snapshot costs the step (scripts/bench/snapshot_overhead.py
 // --env); with SKIP, snapshots do not hold the step's state or do not read back.
 #pragma once
@@ -209,6 +210,9 @@ class SnapshotWriter {
   // thread computes the state's CRC32s from the file (as it does after its own copy) rather
   // than capture() from cache; for measuring which costs the step less.
   bool crc_on_thread_ = false;
+  // RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD=1: arm() refuses, so the snapshot thread copies
+  // the state after take() as it did before the capture (the fallback, measured against it).
+  bool copy_on_thread_ = false;
 
   // The capture in the optimizer update (main thread: arm() to take()).
   bool armed_ = false;

@@ -519,3 +519,23 @@ TEST_CASE("SnapshotWriter: an armed update that reports no block is captured who
   CHECK(same_bits(back.optimizer_state, want_state));
   CHECK(writer.stats().captured == 1);
 }
+
+TEST_CASE("SnapshotWriter: under RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD the update captures nothing; the thread copies") {
+  const auto root = temp_dir() / "ram";
+  CheckpointData d = sample();
+  SelfCommunicator comm;
+  ::setenv("RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD", "1", 1);
+  SnapshotWriter writer(comm, root, 2, 4 * (d.params.size() + d.buffers.size() + d.optimizer_state.size()),
+                        d.meta.dump(2).size(), [](const std::string&) {});
+  ::unsetenv("RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD");
+  std::vector<float> params = d.params, state = d.optimizer_state;
+  CHECK_FALSE(writer.arm(params, state, 4 * d.buffers.size()));
+  REQUIRE(writer.take(1234, params, d.buffers, state, d.meta) == SnapshotWriter::Taken::kYes);
+  writer.fence();
+  for (float& p : params) p = 0.0f;
+  writer.finish();
+  const auto path = writer.own_dir() / snapshot_file_name(1234);
+  const CheckpointData back = Checkpoint::deserialize(Checkpoint::read_file(path), path.string());
+  CHECK(same_bits(back.params, d.params));
+  CHECK(writer.stats().captured == 0);
+}
