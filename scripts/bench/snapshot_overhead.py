@@ -15,8 +15,10 @@ moves: the main thread's CPU seconds on them (`step_path_cpu_s`, on the step's p
 the snapshot thread's (`thread_cpu_s`) per step, as a share of the K = 0 step time: the
 overhead if every cycle of the snapshot thread were taken from the training (an upper bound
 on one host whose cores the ranks fill; with a spare core only the main thread's part), and
-how many optimizer updates waited for the snapshot thread's copy of the parameters
-(`fence_waits`: it runs during the next step's forward and backward).
+how many snapshots the optimizer update captured (`captured_in_update`: then the capture's
+CPU is in the update's, the optimizer phase, and in neither figure) and how many optimizer
+updates waited for the snapshot thread's copy of the parameters (`fence_waits`: when the
+update did not capture, the copy runs during the next step's forward and backward).
 
   scripts/bench/snapshot_overhead.py --models lenet5,mlp --np 2 --every 10 --rounds 3
 """
@@ -113,7 +115,7 @@ def main(argv=None):
         cell = lambda v: f"{1e3 * statistics.median(v):.2f} ({', '.join(f'{1e3 * x:.2f}' for x in v)})"
         print(f"| {m} | {cell(a)} | {cell(b)} | {statistics.median(ratios):.3f} "
               f"[{min(ratios):.3f}-{max(ratios):.3f}] ({', '.join(f'{r:.3f}' for r in ratios)}) |")
-    print(f"\n| model | snapshot bytes | written / skipped / optimizer waits on the copy (last run) "
+    print(f"\n| model | snapshot bytes | written / skipped / captured in the update / optimizer waits on the copy (last run) "
           f"| CPU ms per step: main thread (step path) "
           f"+ snapshot thread, median of runs | as share of the K=0 step: main / main + thread |")
     print("|---|---|---|---|---|")
@@ -122,7 +124,8 @@ def main(argv=None):
         thread_ms = statistics.median(c[1] for c in costs[m])
         step = statistics.median(times[(m, 0)])
         waits = snaps[m].get("fence_waits", "-")  # "-": a binary from before the copy moved to the thread
-        print(f"| {m} | {snaps[m]['bytes']} | {snaps[m]['written']} / {snaps[m]['skipped']} / {waits} | "
+        captured = snaps[m].get("captured_in_update", "-")  # "-": from before the capture in the update
+        print(f"| {m} | {snaps[m]['bytes']} | {snaps[m]['written']} / {snaps[m]['skipped']} / {captured} / {waits} | "
               f"{1e3 * main_ms:.3f} + {1e3 * thread_ms:.3f} | "
               f"{100 * main_ms / step:.2f}% / {100 * (main_ms + thread_ms) / step:.2f}% |")
     print(f"\nload before: {load_before}\nload after:  {load_after}")
