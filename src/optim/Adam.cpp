@@ -95,11 +95,13 @@ void Adam::step(std::span<float> params, std::span<const float> grads, double lr
   float* m = moments_.data();
   float* v = moments_.data() + num_params_;
   for (const ParamSegment& seg : segments_) {
-    float* p = params.data() + seg.offset;
     const bool decay = seg.flag && weight_decay_ != 0;
-    if (decoupled_ && decay) scale(p, seg.count, decoupled_factor);
     s.wd = (!decoupled_ && decay) ? static_cast<float>(weight_decay_) : 0.0f;
-    adam_update(p, grads.data() + seg.offset, m + seg.offset, v + seg.offset, seg.count, s);
+    for_each_block(seg.offset, seg.count, [&](std::size_t offset, std::size_t n) {
+      float* p = params.data() + offset;
+      if (decoupled_ && decay) scale(p, n, decoupled_factor);
+      adam_update(p, grads.data() + offset, m + offset, v + offset, n, s);
+    });
   }
 }
 

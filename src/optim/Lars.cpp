@@ -63,12 +63,13 @@ void Lars::step(std::span<float> params, std::span<const float> grads, double lr
       if (w_norm > 0 && g_norm > 0) trust = eta_ * w_norm / (g_norm + wd * w_norm);
     }
     const float local_lr = static_cast<float>(lr * trust);
-    if (momentum_buf_.empty()) {
-      lars_plain(p, g, s.count, local_lr, static_cast<float>(wd));
-    } else {
-      lars_momentum(p, g, momentum_buf_.data() + s.offset, s.count, local_lr,
-                    static_cast<float>(wd), momentum_);
-    }
+    const float wd_f = static_cast<float>(wd);
+    for_each_block(s.offset, s.count, [&](std::size_t offset, std::size_t n) {
+      float* pb = params.data() + offset;
+      const float* gb = grads.data() + offset;
+      if (momentum_buf_.empty()) return lars_plain(pb, gb, n, local_lr, wd_f);
+      lars_momentum(pb, gb, momentum_buf_.data() + offset, n, local_lr, wd_f, momentum_);
+    });
   }
   ++steps_;
 }

@@ -4,9 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/ParamInfo.h"
@@ -50,8 +52,23 @@ class Optimizer {
 
   // One update: params -= f(grads, state, lr). grads are already averaged over ranks.
   // Both spans hold num_params floats; lr must be finite and >= 0 (std::invalid_argument).
-  // Never allocates.
+  // Never allocates (beyond what an observer does).
   virtual void step(std::span<float> params, std::span<const float> grads, double lr) = 0;
+
+  // Called by step() with [offset, offset + count) once that range's parameters and state are
+  // final for this step, while they are still in cache: a later pass (narrowing to bf16, a
+  // snapshot) can work on each block instead of streaming the whole buffer again. With an
+  // observer, step() runs each segment in blocks of at most kUpdateBlock floats (the same
+  // per-element arithmetic, so the same bits as without one) and reports each block in
+  // increasing offset order; every float a ParamInfo covers is reported exactly once per
+  // step, padding never. An empty observer (the default) restores the unblocked loops.
+  using UpdateObserver = std::function<void(std::size_t offset, std::size_t count)>;
+  void set_update_observer(UpdateObserver observer) { observer_ = std::move(observer); }
+
+  // Floats per observed block, a multiple of 16 (one 64-byte line). 16 Ki floats is 64 KiB of
+  // parameters: with the gradient and one or two state buffers the block's working set stays
+  // well inside a 1 MiB L2 when the observer reads it back.
+  static constexpr std::size_t kUpdateBlock = std::size_t{1} << 14;
 
   // The whole optimizer state as one flat float span (possibly empty), and the number of
   // steps taken (Adam's bias correction; SGD's first step copies the gradient into the
@@ -64,6 +81,25 @@ class Optimizer {
   virtual void set_steps_taken(std::uint64_t steps) noexcept = 0;
 
   virtual std::string name() const = 0;
+
+ protected:
+  // Runs update(offset, count) over [offset, offset + count): once, without an observer;
+  // else block by block, reporting each block to the observer right after its update.
+  template <typename Update>
+  void for_each_block(std::size_t offset, std::size_t count, Update&& update) {
+    if (!observer_) {
+      update(offset, count);
+      return;
+    }
+    for (std::size_t done = 0; done < count; done += kUpdateBlock) {
+      const std::size_t n = count - done < kUpdateBlock ? count - done : kUpdateBlock;
+      update(offset + done, n);
+      observer_(offset + done, n);
+    }
+  }
+
+ private:
+  UpdateObserver observer_;
 };
 
 }  // namespace ringtrain

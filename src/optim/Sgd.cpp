@@ -39,18 +39,17 @@ void Sgd::step(std::span<float> params, std::span<const float> grads, double lr)
   const float keep = 1.0f - dampening_;
   const bool first = steps_ == 0;
   for (const ParamSegment& s : segments_) {
-    float* p = params.data() + s.offset;
-    const float* g = grads.data() + s.offset;
     const float wd = s.flag ? weight_decay_ : 0.0f;
-    if (momentum_buf_.empty()) {
-      sgd_plain(p, g, s.count, lr_f, wd);
-      continue;
-    }
-    float* buf = momentum_buf_.data() + s.offset;
-    if (first && nesterov_) sgd_momentum<true, true>(p, g, buf, s.count, lr_f, wd, momentum_, keep);
-    else if (first) sgd_momentum<true, false>(p, g, buf, s.count, lr_f, wd, momentum_, keep);
-    else if (nesterov_) sgd_momentum<false, true>(p, g, buf, s.count, lr_f, wd, momentum_, keep);
-    else sgd_momentum<false, false>(p, g, buf, s.count, lr_f, wd, momentum_, keep);
+    for_each_block(s.offset, s.count, [&](std::size_t offset, std::size_t n) {
+      float* p = params.data() + offset;
+      const float* g = grads.data() + offset;
+      if (momentum_buf_.empty()) return sgd_plain(p, g, n, lr_f, wd);
+      float* buf = momentum_buf_.data() + offset;
+      if (first && nesterov_) sgd_momentum<true, true>(p, g, buf, n, lr_f, wd, momentum_, keep);
+      else if (first) sgd_momentum<true, false>(p, g, buf, n, lr_f, wd, momentum_, keep);
+      else if (nesterov_) sgd_momentum<false, true>(p, g, buf, n, lr_f, wd, momentum_, keep);
+      else sgd_momentum<false, false>(p, g, buf, n, lr_f, wd, momentum_, keep);
+    });
   }
   ++steps_;
 }

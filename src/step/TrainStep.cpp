@@ -28,6 +28,14 @@ TrainStep::TrainStep(Model& model, Optimizer& optimizer, const Dataset& train, T
                      int world)
     : TrainStep(model, train, config, rank, world) {
   optimizer_ = &optimizer;
+  // bf16: each block of new weights is narrowed into the layers' bf16 copies as soon as the
+  // optimizer has written it, while it is still in cache, rather than in a second pass over
+  // the whole arena at the next forward. The observer holds the model, not this step (which
+  // may be moved); fp32 keeps the optimizer's unblocked loops.
+  if (model.precision() == Precision::kBf16) {
+    optimizer.set_update_observer(
+        [&model](std::size_t offset, std::size_t count) { model.params_updated(offset, count); });
+  }
 }
 
 TrainStep::TrainStep(Model& model, const Dataset& train, TrainStepConfig config, int rank, int world)
