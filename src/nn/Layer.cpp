@@ -1,6 +1,7 @@
 // Layer's per-layout state cache and the plain-layout helpers.
 #include "nn/Layer.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -50,6 +51,19 @@ std::shared_ptr<WeightCopy> Layer::weight_copy(std::size_t i, const memory::desc
 }
 
 void Layer::refresh(WeightCopy& w) const { w.refresh(version_source_ ? *version_source_ : own_version_); }
+
+void Layer::params_updated(const float* begin, const float* end) {
+  if (version_source_ == nullptr) return;  // no versions to mark: every forward converts anyway
+  for (const auto& [i, copy] : weight_copies_) {
+    if (!copy->narrows()) continue;
+    const float* p = params_[i].data();
+    const float* lo = std::max(begin, p);
+    const float* hi = std::min(end, p + params_[i].numel());
+    if (lo < hi) {
+      copy->narrow_part(static_cast<std::size_t>(lo - p), static_cast<std::size_t>(hi - lo), *version_source_);
+    }
+  }
+}
 
 std::uint64_t Layer::weight_conversions() const noexcept {
   std::uint64_t n = 0;

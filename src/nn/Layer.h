@@ -63,6 +63,9 @@ class Layer {
   const float* buffer_data() const noexcept { return buffers_; }
   // Initial values of the non-trained state (BatchNorm: mean 0, var 1).
   virtual void reset_buffers() {}
+  // Model::params_updated's part: arena floats [begin, end) are final for the write under way;
+  // narrows what falls in each plain bf16 weight copy now (WeightCopy::narrow_part).
+  void params_updated(const float* begin, const float* end);
   // Conversions of the parameters into the primitives' weight copies so far (0 when every
   // primitive reads the arena as it is): one per parameter change and copy.
   std::uint64_t weight_conversions() const noexcept;

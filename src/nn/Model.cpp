@@ -232,6 +232,15 @@ const std::string& Model::name() const noexcept { return impl_->name; }
 ImageShape Model::input_shape() const noexcept { return impl_->input; }
 int Model::classes() const noexcept { return impl_->classes; }
 ParamsSpan Model::params() noexcept { return {impl_->params.span(), impl_->params_version}; }
+void Model::params_updated(std::size_t offset, std::size_t count) {
+  auto& m = *impl_;
+  if (m.precision != Precision::kBf16) return;
+  const float* begin = m.params.data() + offset;
+  for (std::size_t i = 0; i < m.layers.size(); ++i) {
+    const auto [start, n] = m.ranges[i];
+    if (start < offset + count && offset < start + n) m.layers[i]->params_updated(begin, begin + count);
+  }
+}
 std::span<float> Model::grads() noexcept { return impl_->grads.span(); }
 std::span<float> Model::buffers() noexcept { return impl_->buffers.span(); }
 std::span<const float> Model::params() const noexcept { return impl_->params.span(); }

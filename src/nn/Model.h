@@ -58,6 +58,14 @@ class Model {
   // them once more and the forwards after it convert nothing until the next write. Reading
   // through the const overload converts nothing.
   ParamsSpan params() noexcept;
+  // During a write through params() that reports the ranges it has finished (Optimizer's
+  // update observer): params()[offset, offset + count) are final for this write, so the parts
+  // of the layers' plain bf16 weight copies they cover are narrowed now, while those floats
+  // are still in cache, and a copy covered exactly once by the end of the write counts as
+  // converted, so the next forward narrows nothing. Copies in other layouts (oneDNN reorders)
+  // and every copy after any other write convert at the next forward as before. Nothing to do
+  // in fp32.
+  void params_updated(std::size_t offset, std::size_t count);
   std::span<float> grads() noexcept;
   std::span<float> buffers() noexcept;
   std::span<const float> params() const noexcept;

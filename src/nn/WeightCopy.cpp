@@ -6,6 +6,7 @@
 #include "nn/WeightCopy.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 #include "common/HalfConvert.h"
@@ -36,12 +37,44 @@ WeightCopy::WeightCopy(std::shared_ptr<WeightCopy> source, const memory::desc& w
   reorder_ = dnnl::reorder(user_, copy_);
 }
 
+namespace {
+std::size_t floats_of(const memory& m) { return m.get_desc().get_size() / sizeof(float); }
+}  // namespace
+
+void WeightCopy::narrow_part(std::size_t begin, std::size_t count, const ParamsVersion& version) {
+  const std::size_t total = floats_of(user_);
+  if (!narrows_ || begin > total || count > total - begin) {
+    throw std::logic_error("WeightCopy::narrow_part: not a narrowing copy, or a range outside the tensor");
+  }
+  // Another writer may change any float after this narrowing: leave it all to refresh().
+  if (version.writers != 1) {
+    fused_ = 0;
+    return;
+  }
+  if (fused_at_ != version.value) {
+    fused_at_ = version.value;
+    fused_ = 0;
+  }
+  narrow(Compression::kBf16, static_cast<const float*>(user_.get_data_handle()) + begin,
+         static_cast<std::uint16_t*>(copy_.get_data_handle()) + begin, count);
+  fused_ += count;
+  if (fused_ == total) ++conversions_;
+}
+
 void WeightCopy::refresh(const ParamsVersion& version) {
   if (aliases_ || (valid_ && version.unchanged_since(version_))) return;
+  // The whole tensor was narrowed during the one write that has ended since (narrow_part):
+  // converted at the version that write's end made.
+  if (narrows_ && fused_ == floats_of(user_) && version.writers == 0 && version.value == fused_at_ + 1) {
+    valid_ = true;
+    version_ = version.value;
+    fused_ = 0;
+    return;
+  }
   if (source_) source_->refresh(version);
   if (narrows_) {
     narrow_to_bf16(static_cast<const float*>(user_.get_data_handle()),
-                   static_cast<std::uint16_t*>(copy_.get_data_handle()), user_.get_desc().get_size() / sizeof(float));
+                   static_cast<std::uint16_t*>(copy_.get_data_handle()), floats_of(user_));
   } else {
     auto& strm = DnnlContext::get().stream();
     reorder_.execute(strm, user_, copy_);

@@ -28,6 +28,16 @@ class WeightCopy {
   // last conversion.
   void refresh(const ParamsVersion& version);
 
+  // For a copy that narrows(), while one write of the parameters is under way (exactly one
+  // ParamsSpan alive): narrows floats [begin, begin + count) of the tensor now, while a caller
+  // that has just written them (the optimizer's update observer) still has them in cache. The
+  // caller promises those floats are final for this write. Once the ranges narrowed under one
+  // write cover the tensor exactly, the copy counts as converted at the version that write's end
+  // makes, so refresh() then converts nothing; anything else (a partial cover, another writer,
+  // another write) leaves refresh() to narrow the whole tensor as before. Same bits as
+  // narrow_to_bf16.
+  void narrow_part(std::size_t begin, std::size_t count, const ParamsVersion& version);
+
   // Conversions run so far (always 0 when the copy is the arena), this copy's own.
   std::uint64_t conversions() const noexcept { return conversions_; }
   // The conversion is narrow_to_bf16 (plain f32 -> plain bf16), not a oneDNN reorder.
@@ -43,6 +53,9 @@ class WeightCopy {
   bool valid_ = false;  // copy_ holds the arena at version_
   std::uint64_t version_ = 0;
   std::uint64_t conversions_ = 0;
+  // narrow_part: floats narrowed during the write that had version value fused_at_.
+  std::uint64_t fused_at_ = 0;
+  std::size_t fused_ = 0;
 };
 
 // dst[i] = src[i] rounded to bf16, to nearest even, bit for bit what oneDNN 2.6.3's f32 -> bf16

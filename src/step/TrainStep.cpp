@@ -22,12 +22,22 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// bf16: each block of new weights is narrowed into the layers' bf16 copies as soon as the
+// optimizer has written it, while it is still in cache, rather than in a second pass over
+// the whole arena at the next forward. The observer holds the model, not a step (which may
+// be moved); fp32 has none and keeps the optimizer's unblocked loops.
+Optimizer::UpdateObserver standing_observer(Model& model) {
+  if (model.precision() != Precision::kBf16) return nullptr;
+  return [&model](std::size_t offset, std::size_t count) { model.params_updated(offset, count); };
+}
+
 }  // namespace
 
 TrainStep::TrainStep(Model& model, Optimizer& optimizer, const Dataset& train, TrainStepConfig config, int rank,
                      int world)
     : TrainStep(model, train, config, rank, world) {
   optimizer_ = &optimizer;
+  if (auto narrow = standing_observer(model)) optimizer.set_update_observer(std::move(narrow));
 }
 
 TrainStep::TrainStep(Model& model, const Dataset& train, TrainStepConfig config, int rank, int world)
@@ -122,15 +132,23 @@ void TrainStep::update(double lr) {
     optimizer_->step(model_.params(), model_.grads(), lr);
     return;
   }
-  // For this update only: the next one runs its unblocked loops again.
+  // For this update only, after the standing one (bf16's narrowing), which the next update
+  // has alone again.
+  Optimizer::UpdateObserver standing = standing_observer(model_);
+  if (standing) {
+    observer = [standing, observer = std::move(observer)](std::size_t offset, std::size_t count) {
+      standing(offset, count);
+      observer(offset, count);
+    };
+  }
   optimizer_->set_update_observer(std::move(observer));
   try {
     optimizer_->step(model_.params(), model_.grads(), lr);
   } catch (...) {
-    optimizer_->set_update_observer({});
+    optimizer_->set_update_observer(standing_observer(model_));
     throw;
   }
-  optimizer_->set_update_observer({});
+  optimizer_->set_update_observer(std::move(standing));
 }
 
 StepResult TrainStep::run(const LoopPosition& at, double lr, GradientSync& sync) {

@@ -43,10 +43,10 @@ std::vector<OptimizerConfig> configs() {
   };
   add("sgd", [](OptimizerConfig&) {});
   add("sgd", [](OptimizerConfig& c) { c.nesterov = true; });
-  add("sgd", [](OptimizerConfig& c) { 
+  add("sgd", [](OptimizerConfig& c) {
     c.dampening = 0.3;
     c.decay_biases = false;
-   });
+  });
   add("sgd", [](OptimizerConfig& c) { c.momentum = 0; });
   add("adam", [](OptimizerConfig&) {});
   add("adamw", [](OptimizerConfig& c) { c.decay_biases = false; });
