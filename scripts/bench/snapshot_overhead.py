@@ -15,8 +15,10 @@ moves: the main thread's CPU seconds on them (`step_path_cpu_s`, on the step's p
 the snapshot thread's (`thread_cpu_s`) per step, as a share of the K = 0 step time: the
 overhead if every cycle of the snapshot thread were taken from the training (an upper bound
 on one host whose cores the ranks fill; with a spare core only the main thread's part), and
-how many optimizer updates waited for the snapshot thread's copy of the parameters
-(`fence_waits`: it runs during the next step's forward and backward).
+how many snapshots the optimizer update captured (`captured_in_update`: then the capture's
+CPU is in the update's, the optimizer phase, and in neither figure) and how many optimizer
+updates waited for the snapshot thread's copy of the parameters (`fence_waits`: when the
+update did not capture, the copy runs during the next step's forward and backward).
 
   scripts/bench/snapshot_overhead.py --models lenet5,mlp --np 2 --every 10 --rounds 3
 """
@@ -46,12 +48,16 @@ def parse_args(argv):
     p.add_argument("--bin", default=os.environ.get("RINGTRAIN_BIN",
                                                    os.path.join(ROOT, "build", "apps", "ringtrain")))
     p.add_argument("--mpirun-args", default="--bind-to none --oversubscribe")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="an environment variable for the K > 0 runs' ranks (mpirun -x), e.g. "
+                        "RINGTRAIN_TEST_SNAPSHOT_SKIP=crc to measure what a part of a snapshot costs; repeatable")
     return p.parse_args(argv)
 
 
 def run_once(args, model, every, run_dir):
     """Seconds per step of one run (rank 0's step records)."""
-    cmd = (["mpirun", "-np", str(args.np)] + args.mpirun_args.split() +
+    env = [x for e in (args.env if every else []) for x in ("-x", e)]
+    cmd = (["mpirun", "-np", str(args.np)] + args.mpirun_args.split() + env +
            ["-x", f"OMP_NUM_THREADS={args.threads}", args.bin, "train", "--model", model,
             "--dataset", "synthetic", "--synthetic-shape", "1x28x28", "--synthetic-train", "16384",
             "--synthetic-test", "64", "--batch-size", str(args.batch_size), "--threads", str(args.threads),
@@ -98,6 +104,7 @@ def main(argv=None):
     finally:
         shutil.rmtree(work, ignore_errors=True)
     load_after = uptime()
+    print(f"{args.bin}{''.join(' ' + e for e in args.env)}\n")
     print(f"np {args.np}, --threads {args.threads}, --batch-size {args.batch_size}, {args.steps} timed steps "
           f"after {args.warmup}, {args.rounds} interleaved rounds\n")
     print(f"| model | ms/step K=0 | ms/step K={args.every} | ratio K={args.every} / K=0 (median of rounds) |")
@@ -107,8 +114,8 @@ def main(argv=None):
         ratios = [y / x for x, y in zip(a, b)]
         cell = lambda v: f"{1e3 * statistics.median(v):.2f} ({', '.join(f'{1e3 * x:.2f}' for x in v)})"
         print(f"| {m} | {cell(a)} | {cell(b)} | {statistics.median(ratios):.3f} "
-              f"({', '.join(f'{r:.3f}' for r in ratios)}) |")
-    print(f"\n| model | snapshot bytes | written / skipped / optimizer waits on the copy (last run) "
+              f"[{min(ratios):.3f}-{max(ratios):.3f}] ({', '.join(f'{r:.3f}' for r in ratios)}) |")
+    print(f"\n| model | snapshot bytes | written / skipped / captured in the update / optimizer waits on the copy (last run) "
           f"| CPU ms per step: main thread (step path) "
           f"+ snapshot thread, median of runs | as share of the K=0 step: main / main + thread |")
     print("|---|---|---|---|---|")
@@ -117,7 +124,8 @@ def main(argv=None):
         thread_ms = statistics.median(c[1] for c in costs[m])
         step = statistics.median(times[(m, 0)])
         waits = snaps[m].get("fence_waits", "-")  # "-": a binary from before the copy moved to the thread
-        print(f"| {m} | {snaps[m]['bytes']} | {snaps[m]['written']} / {snaps[m]['skipped']} / {waits} | "
+        captured = snaps[m].get("captured_in_update", "-")  # "-": from before the capture in the update
+        print(f"| {m} | {snaps[m]['bytes']} | {snaps[m]['written']} / {snaps[m]['skipped']} / {captured} / {waits} | "
               f"{1e3 * main_ms:.3f} + {1e3 * thread_ms:.3f} | "
               f"{100 * main_ms / step:.2f}% / {100 * (main_ms + thread_ms) / step:.2f}% |")
     print(f"\nload before: {load_before}\nload after:  {load_after}")

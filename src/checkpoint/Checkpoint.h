@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -56,6 +57,11 @@ class Checkpoint {
                                  std::size_t optimizer_bytes);
   // image: layout.total bytes with the sections in place.
   static void seal(std::span<std::byte> image, const CheckpointLayout& layout);
+  // The same, with the CRC32s of the sections whose entry is set already known (a RAM
+  // snapshot computes its state's while it is still in cache: SnapshotWriter.h); the others
+  // are computed here.
+  using KnownCrcs = std::array<std::optional<std::uint32_t>, CheckpointLayout::kSections>;
+  static void seal(std::span<std::byte> image, const CheckpointLayout& layout, const KnownCrcs& known);
 
   // Serialises to the on-disk byte layout.
   static std::vector<std::byte> serialize(const CheckpointData& data);

@@ -13,5 +13,7 @@ namespace ringtrain {
 
 // CRC32 of bytes, continuing from crc (0 to start), as zlib's crc32(crc, bytes, size).
 std::uint32_t checkpoint_crc32(std::span<const std::byte> bytes, std::uint32_t crc = 0) noexcept;
+// The CRC32 of a ++ b from crc_a, crc_b and b's size (zlib's crc32_combine).
+std::uint32_t checkpoint_crc32_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::size_t b_bytes) noexcept;
 
 }  // namespace ringtrain

@@ -12,11 +12,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <stdexcept>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "checkpoint/Crc32.h"
 #include "checkpoint/SnapshotStore.h"
+#include "checkpoint/StreamCopy.h"
 #include "collectives/PeerChannel.h"
 
 namespace ringtrain {
@@ -75,6 +80,30 @@ std::int64_t positive_from_env(const char* name) {
   return *end == '\0' && n > 0 ? n : -1;
 }
 
+// RINGTRAIN_TEST_SNAPSHOT_SKIP (SnapshotWriter.h): a comma-separated list of parts of a
+// snapshot's work to leave out, "copy" and "crc". Throws std::invalid_argument naming the
+// variable for anything else.
+std::pair<bool, bool> skipped_parts_from_env() {
+  const char* v = std::getenv("RINGTRAIN_TEST_SNAPSHOT_SKIP");
+  bool copy = false, crc = false;
+  if (!v) return {copy, crc};
+  std::string list = v;
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t end = std::min(list.find(',', at), list.size());
+    const std::string part = list.substr(at, end - at);
+    if (part == "copy") {
+      copy = true;
+    } else if (part == "crc") {
+      crc = true;
+    } else if (!part.empty()) {
+      throw std::invalid_argument(fmt::format(
+          "RINGTRAIN_TEST_SNAPSHOT_SKIP: unknown part \"{}\" (expected a comma-separated list of copy, crc)", part));
+    }
+    at = end + 1;
+  }
+  return {copy, crc};
+}
+
 // The test hook's kill: the state is in the file, its header and section table half
 // written (the second half zeros); then the process dies as a lost node does.
 [[noreturn]] void die_while_sealing(std::span<std::byte> image, const CheckpointLayout& layout) {
@@ -100,6 +129,7 @@ SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, i
       keep_(keep),
       warn_(std::move(warn)),
       place_(comm.node_place()) {
+  std::tie(skip_copy_, skip_crc_) = skipped_parts_from_env();  // every rank: a bad value fails on all
   leader_ = place_.leader_of(place_.node) == comm.rank();
   // The largest of the ranks' (their texts differ by a digit or two): the same room on every
   // node, so that the copies from the previous node fit the slots made ready for them.
@@ -109,6 +139,8 @@ SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, i
     kill_at_ = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_KILL_AT");
     const std::int64_t slow = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS");
     slow_copy_ms_ = static_cast<int>(std::min<std::int64_t>(slow, 60000));  // -1 when unset: off
+    crc_on_thread_ = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_CRC_ON_THREAD") > 0;
+    copy_on_thread_ = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD") > 0;
   }
   // The channel's communicator is made (and freed) by every rank, as MPI wants; the
   // leaders use it.
@@ -193,11 +225,10 @@ void SnapshotWriter::wait_for_copy() {
 }
 
 void SnapshotWriter::copy_sources() {
-  if (slow_copy_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_copy_ms_));
   const std::span<const std::byte> params = std::as_bytes(params_);
   const std::span<const std::byte> state = std::as_bytes(optimizer_state_);
-  if (!params.empty()) std::memcpy(image_.data() + layout_.offset[1], params.data(), params.size());
-  if (!state.empty()) std::memcpy(image_.data() + layout_.offset[3], state.data(), state.size());
+  if (!params.empty() && !skip_copy_) std::memcpy(image_.data() + layout_.offset[1], params.data(), params.size());
+  if (!state.empty() && !skip_copy_) std::memcpy(image_.data() + layout_.offset[3], state.data(), state.size());
   params_ = {};
   optimizer_state_ = {};
   {
@@ -207,12 +238,97 @@ void SnapshotWriter::copy_sources() {
   copied_.notify_all();
 }
 
+bool SnapshotWriter::arm(std::span<const float> params, std::span<const float> optimizer_state,
+                         std::size_t buffers_bytes) {
+  if (!leader_ || skip_copy_ || copy_on_thread_ || params.empty()) return false;
+  if (optimizer_state.size() % params.size() != 0) return false;  // not planes of the parameters' layout
+  if (kill_at_ >= 0 || slow_copy_ms_ > 0) wait_idle();            // as in take(): none skipped under a test hook
+  {
+    std::lock_guard lock(mutex_);
+    if (writing_) return false;  // take() skips this one
+  }
+  try {
+    layout_ = Checkpoint::layout(meta_room_, params.size_bytes(), buffers_bytes, optimizer_state.size_bytes());
+    image_ = own_slots_->open(layout_.total);
+  } catch (const std::exception&) {  // take() tries again and warns
+    own_slots_->abandon();
+    return false;
+  }
+  armed_ = true;
+  capture_params_ = params;
+  capture_state_ = optimizer_state;
+  capture_planes_ = optimizer_state.size() / params.size();
+  capture_buffers_ = buffers_bytes;
+  cursor_ = 0;
+  params_crc_ = 0;
+  plane_crcs_.assign(capture_planes_, 0);
+  return true;
+}
+
+void SnapshotWriter::capture(std::size_t offset, std::size_t count) {
+  if (!armed_) return;
+  if (offset < cursor_ || count > capture_params_.size() - offset) {
+    throw std::logic_error(fmt::format("SnapshotWriter::capture: block [{}, {}) after {} of {} floats", offset,
+                                       offset + count, cursor_, capture_params_.size()));
+  }
+  if (offset > cursor_) capture_range(cursor_, offset - cursor_);  // padding: unchanged by the update
+  capture_range(offset, count);
+  cursor_ = offset + count;
+}
+
+void SnapshotWriter::capture_range(std::size_t offset, std::size_t count) {
+  const bool crc = !crc_on_thread_ && !skip_crc_;
+  const auto put = [&](std::span<const float> from, std::size_t at, std::size_t section, std::uint32_t& sum) {
+    const std::span<const std::byte> src = std::as_bytes(from.subspan(at, count));
+    stream_copy(image_.data() + layout_.offset[section] + at * sizeof(float), src.data(), src.size());
+    if (crc) sum = checkpoint_crc32(src, sum);  // from cache, as the copy
+  };
+  put(capture_params_, offset, 1, params_crc_);
+  const std::size_t n = capture_params_.size();
+  for (std::size_t j = 0; j < capture_planes_; ++j) put(capture_state_, j * n + offset, 3, plane_crcs_[j]);
+}
+
+void SnapshotWriter::disarm() noexcept {
+  if (!armed_) return;
+  armed_ = false;
+  own_slots_->abandon();
+}
+
+bool SnapshotWriter::finish_capture(std::size_t meta_bytes, std::size_t buffers_bytes) {
+  if (!armed_) return false;
+  armed_ = false;
+  // What no block reported since the last one (all of it if the update had no observer:
+  // the state after the update either way).
+  const std::size_t n = capture_params_.size();
+  if (cursor_ < n) capture_range(cursor_, n - cursor_);
+  stream_fence();  // before the lock that hands the file to the snapshot thread
+  // The bytes went where the armed layout put them: usable while the metadata still fits
+  // its room and the buffers their size; else take() starts over with the thread's copy.
+  return meta_bytes <= meta_room_ && buffers_bytes == capture_buffers_;
+}
+
+Checkpoint::KnownCrcs SnapshotWriter::captured_crcs() const {
+  Checkpoint::KnownCrcs known;
+  if (crc_on_thread_) return known;
+  // The state section is the planes one after another: their CRCs combined.
+  std::uint32_t state = capture_planes_ > 0 ? plane_crcs_[0] : 0;
+  const std::size_t plane_bytes = capture_params_.size_bytes();
+  for (std::size_t j = 1; j < capture_planes_; ++j) state = checkpoint_crc32_combine(state, plane_crcs_[j], plane_bytes);
+  known[1] = params_crc_;
+  known[3] = state;
+  return known;
+}
+
 SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const float> params,
                                            std::span<const float> buffers, std::span<const float> optimizer_state,
                                            const Json& meta) {
+  const std::string meta_text = meta.dump(2);
+  const std::span<const std::byte> now = std::as_bytes(buffers);
+  // Captured by the optimizer update (arm()): only the metadata and the buffers are left.
+  const bool captured = finish_capture(meta_text.size(), now.size());
   // Under a test hook no snapshot is skipped, so the one the test names is written
   // whatever the load (a loaded host skipped step 15's while step 10's was still sealing).
-  if (kill_at_ >= 0 || slow_copy_ms_ > 0) wait_idle();
+  if (!captured && (kill_at_ >= 0 || slow_copy_ms_ > 0)) wait_idle();
   {
     std::lock_guard lock(mutex_);
     if (writing_) {
@@ -222,13 +338,14 @@ SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const fl
   }
   // The snapshot thread leaves own_slots_, image_ and the sources alone until writing_ is
   // set again. Here only what the next step changes before its optimizer update: the
-  // metadata and the buffers (sections 0 and 2); the thread copies sections 1 and 3.
+  // metadata and the buffers (sections 0 and 2); the thread copies sections 1 and 3 unless
+  // the update captured them.
   try {
-    const std::string meta_text = meta.dump(2);
     if (meta_text.size() > meta_room_) meta_room_ = meta_text.size() + kMetaSlack;  // the files grow, once
-    const std::span<const std::byte> now = std::as_bytes(buffers);
-    layout_ = Checkpoint::layout(meta_room_, params.size_bytes(), now.size(), optimizer_state.size_bytes());
-    image_ = own_slots_->open(layout_.total);
+    if (!captured) {
+      layout_ = Checkpoint::layout(meta_room_, params.size_bytes(), now.size(), optimizer_state.size_bytes());
+      image_ = own_slots_->open(layout_.total);
+    }
     std::memcpy(image_.data() + layout_.offset[0], meta_text.data(), meta_text.size());
     std::memset(image_.data() + layout_.offset[0] + meta_text.size(), ' ', meta_room_ - meta_text.size());
     if (!now.empty()) std::memcpy(image_.data() + layout_.offset[2], now.data(), now.size());
@@ -239,24 +356,30 @@ SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const fl
     ++stats_.failed;
     return Taken::kFailed;
   }
+  Checkpoint::KnownCrcs known = captured ? captured_crcs() : Checkpoint::KnownCrcs{};
+  if (skip_crc_) known = {0u, 0u, 0u, 0u};  // measurements only: it does not read back
   {
     std::lock_guard lock(mutex_);
     writing_ = true;
-    params_ = params;
-    optimizer_state_ = optimizer_state;
-    copying_.store(true, std::memory_order_relaxed);  // published by the lock, read by fence() in this thread
+    if (captured) ++stats_.captured;
+    if (!captured) {
+      params_ = params;
+      optimizer_state_ = optimizer_state;
+      copying_.store(true, std::memory_order_relaxed);  // published by the lock, read by fence() in this thread
+    }
   }
-  // Ahead of any received copy still queued: the next optimizer update waits for its copy.
-  post([this, step] { write_own(step); }, /*first=*/true);
+  // Ahead of any received copy still queued: the next optimizer update may wait for its copy.
+  post([this, step, captured, known] { write_own(step, !captured, known); }, /*first=*/true);
   return Taken::kYes;
 }
 
-void SnapshotWriter::write_own(std::int64_t step) {
-  copy_sources();  // first: the main thread's next optimizer update waits for it (fence())
+void SnapshotWriter::write_own(std::int64_t step, bool copy, Checkpoint::KnownCrcs known) {
+  if (slow_copy_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_copy_ms_));
+  if (copy) copy_sources();  // first: the main thread's next optimizer update waits for it (fence())
   bool ok = true;
   try {
     if (step == kill_at_) die_while_sealing(image_, layout_);
-    Checkpoint::seal(image_, layout_);
+    Checkpoint::seal(image_, layout_, known);
     own_slots_->commit(step);
     prepare_next(*own_slots_, layout_.total);
     // A newer one replaces one not yet sent; copied here, outside the lock the main thread
@@ -380,6 +503,7 @@ Json SnapshotWriter::stats_json() const {
   j.set("received_from_previous_node", s.received);
   j.set("bytes", s.bytes);
   j.set("thread_cpu_s", s.thread_cpu_seconds);
+  j.set("captured_in_update", s.captured);
   j.set("fence_waits", s.fence_waits);
   j.set("fence_wait_s", s.fence_wait_seconds);
   return j;

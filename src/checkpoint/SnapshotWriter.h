@@ -1,21 +1,26 @@
 // RAM snapshots of a synchronous run (--snapshot-every K, issue 23): every K steps each
-// node's leader hands the training state at the step boundary to a thread of its own, which
-// copies it straight into a mapped snapshot file (SnapshotSlots.h), computes the CRC32s,
-// seals the file and renames it into place in its node's snapshot directory
-// (SnapshotStore.h), keeping the newest two; the same bytes go to the next node's leader
+// node's leader writes the training state straight into a mapped snapshot file
+// (SnapshotSlots.h), and a thread of its own finishes the CRC32s, seals the file and renames
+// it into place in its node's snapshot directory (SnapshotStore.h), keeping the newest two; the same bytes go to the next node's leader
 // (node order, wrapping), which keeps them as that node's copy. The parameters are
 // replicated, so one writer per node is enough.
 //
-// Off the step's critical path: at the step boundary the main thread copies only what the
-// next step changes before its optimizer update (the metadata text and the buffers:
-// batch-norm running statistics, or their mean in a copy); the step, sampler position and
-// RNG state are in the metadata (every random stream derives from seed, epoch and step).
-// The parameters and the optimizer state, nearly all of the bytes, are copied by the
-// snapshot thread while the next step's data, forward and backward run: nothing writes them
-// before that step's optimizer update, and the caller calls fence() before it (and before
-// any other write of them), which returns at once unless the thread is still copying.
-// Checksumming and renaming run on the snapshot thread too, which never calls MPI. The copy
-// to the next node travels on a PeerChannel (its own communicator: its messages never match
+// Off the step's critical path, or as little of it as can be: the parameters and the
+// optimizer state, nearly all of the bytes, are captured by the optimizer update of the
+// snapshot's step itself (arm(), capture()): as it finishes each block, the block goes into
+// the mapped snapshot file with streaming stores and its CRC32 is carried on, while the
+// block is still in cache, so the state crosses the memory bus once more (the file's
+// writes) instead of three or four times (a copy's reads, the writes and the reads for
+// ownership, the CRC's reads). At the step boundary the main thread then copies the
+// metadata text and the buffers (batch-norm running statistics, or their mean in a copy);
+// the step, sampler position and RNG state are in the metadata (every random stream
+// derives from seed, epoch and step). When the update did not capture them (no arm(): a
+// caller without it, or a file that could not be had then), the snapshot thread copies the
+// parameters and the optimizer state while the next step's data, forward and backward run:
+// nothing writes them before that step's optimizer update, and the caller calls fence()
+// before it (and before any other write of them), which returns at once unless the thread
+// is still copying. Checksumming the rest, sealing and renaming run on the snapshot
+// thread, which never calls MPI. The copy to the next node travels on a PeerChannel (its own communicator: its messages never match
 // the all-reduce's) with non-blocking sends and receives that the main thread posts and
 // tests at step boundaries, where the communication thread is idle (MPI_THREAD_SERIALIZED
 // allows one thread in MPI at a time); MPI moves the bytes during the next steps' calls.
@@ -25,10 +30,17 @@
 // snapshot thread SIGKILL the process halfway through sealing the snapshot of that step
 // (after the state is in the file, before its section table is whole): a node lost while a
 // snapshot is being written, at a point a test can name. RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS
-// =<ms> makes the snapshot thread sleep that long before it copies the parameters and the
-// optimizer state: a thread that is late, so that a missing fence() lets the next optimizer
-// update into the snapshot. With either set, take() waits for the previous snapshot instead
-// of skipping, so every step's snapshot is written.
+// =<ms> makes the snapshot thread sleep that long before it starts on a snapshot (its copy
+// of the parameters and the optimizer state, or its sealing of a captured one): a thread
+// that is late, so that a missing fence() lets the next optimizer update into the snapshot. With either set, take() waits for the previous snapshot instead
+// of skipping, so every step's snapshot is written. RINGTRAIN_TEST_SNAPSHOT_SKIP=<parts>, a
+// comma-separated list of "copy" (the parameters and optimizer state are neither captured
+// by the update nor copied into the file) and "crc" (the sections' CRC32s are not
+// computed; zeros are written), and RINGTRAIN_TEST_SNAPSHOT_CRC_ON_THREAD=1 (the state's
+// CRC32s computed by the snapshot thread from the file, not by capture() from cache) and
+// RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD=1 (no capture in the update: the thread's copy): for
+// measuring what each part of a snapshot costs the step (scripts/bench/snapshot_overhead.py
+// --env); with SKIP, snapshots do not hold the step's state or do not read back.
 #pragma once
 
 #include <atomic>
@@ -63,6 +75,7 @@ class SnapshotWriter {
     std::int64_t sent = 0;           // copies sent to the next node
     std::int64_t received = 0;       // copies from the previous node written here
     std::int64_t bytes = 0;          // size of the last snapshot
+    std::int64_t captured = 0;       // own snapshots whose state the optimizer update captured (arm())
     double thread_cpu_seconds = 0.0;  // CPU time of the snapshot thread (copies, CRC, seal, rename)
     std::int64_t fence_waits = 0;     // fence() calls that found the thread still copying
     double fence_wait_seconds = 0.0;  // the main thread's (wall) time in them
@@ -97,6 +110,26 @@ class SnapshotWriter {
   enum class Taken { kYes, kBusy, kFailed };
   Taken take(std::int64_t step, std::span<const float> params, std::span<const float> buffers,
              std::span<const float> optimizer_state, const Json& meta);
+  // Capturing the state in the optimizer update (the usual way; take()'s copy on the
+  // snapshot thread is the fallback). Node leaders, just before the optimizer update of a
+  // step whose end take() will snapshot: opens the snapshot file and returns true if the
+  // update is to report its blocks to capture() (false: not a leader, the previous snapshot
+  // is still being written, no file could be had, or the state is not whole planes of the
+  // parameters' layout; take() then does what it does without this). `params` and
+  // `optimizer_state` are the arena and state the update writes (the optimizer state is
+  // planes of params.size() floats at the parameters' offsets: Optimizer::state());
+  // `buffers_bytes` the size of take()'s buffers.
+  bool arm(std::span<const float> params, std::span<const float> optimizer_state, std::size_t buffers_bytes);
+  // The update's observer (Optimizer::set_update_observer): [offset, offset + count) of the
+  // parameters and of each state plane is final for this step and still in cache. Streams
+  // it into the file (non-temporal stores: StreamCopy.h), with the floats since the last
+  // block that no block reports (padding, never updated), and carries the CRC32s on from
+  // cache. Blocks come in increasing offset order (std::logic_error otherwise).
+  void capture(std::size_t offset, std::size_t count);
+  // The armed update did not happen (a stop discarded the step): the file stays a spare.
+  void disarm() noexcept;
+  bool armed() const noexcept { return armed_; }
+
   // Every rank, before anything writes the parameters or the optimizer state handed to
   // take() (the optimizer update of the next step): waits until the snapshot thread has
   // copied them. An atomic load when it has (the usual case: it had the step's data,
@@ -125,7 +158,10 @@ class SnapshotWriter {
   void wait_idle();
   void wait_for_copy();
   void copy_sources();
-  void write_own(std::int64_t step);
+  void capture_range(std::size_t offset, std::size_t count);
+  bool finish_capture(std::size_t meta_bytes, std::size_t buffers_bytes);
+  Checkpoint::KnownCrcs captured_crcs() const;
+  void write_own(std::int64_t step, bool copy, Checkpoint::KnownCrcs known);
   void write_received(const std::vector<std::byte>& bytes, int from);
   void progress_send();
   void progress_receive();
@@ -167,7 +203,26 @@ class SnapshotWriter {
   std::span<const float> optimizer_state_;  // copying_ is cleared
   std::int64_t kill_at_ = -1;  // RINGTRAIN_TEST_SNAPSHOT_KILL_AT
   int slow_copy_ms_ = 0;       // RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS
+  bool skip_copy_ = false;     // RINGTRAIN_TEST_SNAPSHOT_SKIP
+  bool skip_crc_ = false;
   std::size_t meta_room_ = 0;  // the metadata section's size (main thread, in take())
+  // RINGTRAIN_TEST_SNAPSHOT_CRC_ON_THREAD=1: with the capture in the update, the snapshot
+  // thread computes the state's CRC32s from the file (as it does after its own copy) rather
+  // than capture() from cache; for measuring which costs the step less.
+  bool crc_on_thread_ = false;
+  // RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD=1: arm() refuses, so the snapshot thread copies
+  // the state after take() as it did before the capture (the fallback, measured against it).
+  bool copy_on_thread_ = false;
+
+  // The capture in the optimizer update (main thread: arm() to take()).
+  bool armed_ = false;
+  std::span<const float> capture_params_;
+  std::span<const float> capture_state_;
+  std::size_t capture_planes_ = 0;   // capture_state_.size() / capture_params_.size()
+  std::size_t capture_buffers_ = 0;  // bytes of the buffers section the armed layout has room for
+  std::size_t cursor_ = 0;           // floats of each plane captured so far
+  std::uint32_t params_crc_ = 0;
+  std::vector<std::uint32_t> plane_crcs_;
 
   // Snapshot thread only.
   std::unique_ptr<SnapshotSlots> peer_slots_;  // the copies from the previous node

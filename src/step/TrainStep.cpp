@@ -22,20 +22,22 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// bf16: each block of new weights is narrowed into the layers' bf16 copies as soon as the
+// optimizer has written it, while it is still in cache, rather than in a second pass over
+// the whole arena at the next forward. The observer holds the model, not a step (which may
+// be moved); fp32 has none and keeps the optimizer's unblocked loops.
+Optimizer::UpdateObserver standing_observer(Model& model) {
+  if (model.precision() != Precision::kBf16) return nullptr;
+  return [&model](std::size_t offset, std::size_t count) { model.params_updated(offset, count); };
+}
+
 }  // namespace
 
 TrainStep::TrainStep(Model& model, Optimizer& optimizer, const Dataset& train, TrainStepConfig config, int rank,
                      int world)
     : TrainStep(model, train, config, rank, world) {
   optimizer_ = &optimizer;
-  // bf16: each block of new weights is narrowed into the layers' bf16 copies as soon as the
-  // optimizer has written it, while it is still in cache, rather than in a second pass over
-  // the whole arena at the next forward. The observer holds the model, not this step (which
-  // may be moved); fp32 keeps the optimizer's unblocked loops.
-  if (model.precision() == Precision::kBf16) {
-    optimizer.set_update_observer(
-        [&model](std::size_t offset, std::size_t count) { model.params_updated(offset, count); });
-  }
+  if (auto narrow = standing_observer(model)) optimizer.set_update_observer(std::move(narrow));
 }
 
 TrainStep::TrainStep(Model& model, const Dataset& train, TrainStepConfig config, int rank, int world)
@@ -124,6 +126,31 @@ PhaseTimes TrainStep::compute_gradients(const LoopPosition& at, StepTotals& loca
   return t;
 }
 
+void TrainStep::update(double lr) {
+  Optimizer::UpdateObserver observer = before_update_ ? before_update_() : nullptr;
+  if (!observer) {
+    optimizer_->step(model_.params(), model_.grads(), lr);
+    return;
+  }
+  // For this update only, after the standing one (bf16's narrowing), which the next update
+  // has alone again.
+  Optimizer::UpdateObserver standing = standing_observer(model_);
+  if (standing) {
+    observer = [standing, observer = std::move(observer)](std::size_t offset, std::size_t count) {
+      standing(offset, count);
+      observer(offset, count);
+    };
+  }
+  optimizer_->set_update_observer(std::move(observer));
+  try {
+    optimizer_->step(model_.params(), model_.grads(), lr);
+  } catch (...) {
+    optimizer_->set_update_observer(standing_observer(model_));
+    throw;
+  }
+  optimizer_->set_update_observer(std::move(standing));
+}
+
 StepResult TrainStep::run(const LoopPosition& at, double lr, GradientSync& sync) {
   if (optimizer_ == nullptr) throw std::logic_error("TrainStep::run without an optimizer");
   StepResult result;
@@ -153,8 +180,7 @@ StepResult TrainStep::run(const LoopPosition& at, double lr, GradientSync& sync)
                                       at.step_in_epoch + 1, steps_per_epoch_));
   }
   const auto t0 = Clock::now();
-  if (before_update_) before_update_();
-  optimizer_->step(model_.params(), model_.grads(), lr);
+  update(lr);
   result.times.optimizer = seconds_between(t0, Clock::now());
   return result;
 }
@@ -238,8 +264,7 @@ StepResult TrainStep::run_shards(const LoopPosition& at, double lr, ExactShardSu
   result.times.convert += s.convert;
   result.comm_slices = std::move(s.slices);
   const auto t1 = Clock::now();
-  if (before_update_) before_update_();
-  optimizer_->step(model_.params(), model_.grads(), lr);
+  update(lr);
   result.times.optimizer = seconds_between(t1, Clock::now());
   return result;
 }

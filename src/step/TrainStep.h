@@ -87,8 +87,11 @@ class TrainStep {
 
   // Called by run() and run_shards() just before the optimizer update, the only write of
   // the parameters and optimizer state in a step (a RAM snapshot's thread may still be
-  // reading them: SnapshotWriter::fence). Its time counts as the optimizer's.
-  void set_before_update(std::function<void()> fn) { before_update_ = std::move(fn); }
+  // reading them: SnapshotWriter::fence). What it returns, if not empty, observes that one
+  // update block by block (Optimizer::set_update_observer; a RAM snapshot captures the state
+  // from cache: SnapshotWriter::capture). Its time and the observer's count as the optimizer's.
+  using BeforeUpdate = std::function<Optimizer::UpdateObserver()>;
+  void set_before_update(BeforeUpdate fn) { before_update_ = std::move(fn); }
 
  private:
   Model& model_;
@@ -102,10 +105,11 @@ class TrainStep {
   std::vector<std::int32_t> labels_;
   std::vector<float> accumulated_;   // accumulate > 1: the sum of the earlier micro-batches' gradients
   std::vector<float> step_buffers_;  // logical shards: the running statistics the step started with
-  std::function<void()> before_update_;
+  BeforeUpdate before_update_;
 
   PhaseTimes compute_shards(const LoopPosition& at, StepTotals& local, ExactShardSum& sum);
   std::uint64_t augment_key(const LoopPosition& at) const;
+  void update(double lr);
 };
 
 }  // namespace ringtrain

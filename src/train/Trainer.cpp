@@ -75,6 +75,7 @@ bool Trainer::State::train_one_step(TrainStep& step, std::int64_t steps_per_epoc
   pending.slices.clear();
   for (const auto& [a, b] : r.comm_slices) pending.slices.emplace_back(step_start + a, step_start + b);
   if (!r.applied) {
+    if (snapshots) snapshots->disarm();  // no update ran (arm() comes just before it): for safety
     stop_inside_step(r);
     return true;
   }
@@ -124,12 +125,20 @@ TrainStep Trainer::State::make_step() {
   step_config.logical_shards = config.logical_shards;
   if (rank == world - 1) step_config.straggler_ms = config.straggler_ms;  // the last rank, as in async mode
   TrainStep step(*model_, *optimizer, *data.train, step_config, rank, world);
-  // A snapshot's thread copies the parameters and optimizer state after take() returns;
+  // The update of a step whose end takes a snapshot writes the new state into the snapshot
+  // file block by block, from cache (SnapshotWriter::arm). Otherwise (or when it cannot) a
+  // snapshot's thread copies the parameters and optimizer state after take() returns;
   // nothing else writes them while the loop runs (the set-up's broadcast and resume come
   // before the writer exists; evaluation and checkpoints only read them; finish() and the
   // writer's destructor, before the model's, wait for the thread).
-  step.set_before_update([this] {
-    if (snapshots) snapshots->fence();
+  step.set_before_update([this]() -> Optimizer::UpdateObserver {
+    if (!snapshots) return nullptr;
+    snapshots->fence();
+    if ((pos.global_step + 1) % config.snapshot_every != 0) return nullptr;  // pos: before this step
+    if (!snapshots->arm(std::as_const(*model_).params(), optimizer->state(), std::as_const(*model_).buffers().size_bytes())) {
+      return nullptr;
+    }
+    return [w = snapshots.get()](std::size_t offset, std::size_t count) { w->capture(offset, count); };
   });
   return step;
 }

@@ -433,3 +433,109 @@ TEST_CASE("SnapshotWriter: a snapshot holds its step's state although the next u
   CHECK(stats.fence_waits <= 1);
   CHECK(warnings == 0);
 }
+
+namespace {
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), 4 * a.size()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("SnapshotWriter: the state captured block by block in the optimizer update is the update's, CRCs whole") {
+  // arm() before the update, capture() after each of its blocks (as Optimizer's update
+  // observer calls it), take() at the step boundary. The blocks leave out floats (padding:
+  // [100, 112) and the tail [960, 1000)), which hold values no zeroed file has, and the
+  // state is two planes (Adam's m and v), whose CRCs are combined. This thread then changes
+  // everything at once, without fence() (the next update): the snapshot must still hold the
+  // update's bits, and read back (every CRC checked), with the CRCs computed from cache or,
+  // under the test hook, by the snapshot thread.
+  const bool crc_on_thread = GENERATE(false, true);
+  const auto root = temp_dir() / "ram";
+  CheckpointData d = sample();
+  d.meta.set("global_step", 10);
+  SelfCommunicator comm;
+  std::atomic<int> warnings{0};
+  if (crc_on_thread) ::setenv("RINGTRAIN_TEST_SNAPSHOT_CRC_ON_THREAD", "1", 1);
+  SnapshotWriter writer(comm, root, 2, 4 * (d.params.size() + d.buffers.size() + 2 * d.params.size()),
+                        d.meta.dump(2).size(), [&](const std::string&) { ++warnings; });
+  ::unsetenv("RINGTRAIN_TEST_SNAPSHOT_CRC_ON_THREAD");
+  std::vector<float> params = d.params, buffers = d.buffers, state(2 * params.size(), 0.5f);
+  REQUIRE(writer.arm(params, state, 4 * buffers.size()));
+  CHECK(writer.armed());
+  auto update = [&](std::size_t offset, std::size_t count) {
+    for (std::size_t i = offset; i < offset + count; ++i) {
+      params[i] += 1.0f;
+      state[i] = 2.0f + static_cast<float>(i);
+      state[params.size() + i] = 3.0f * static_cast<float>(i);
+    }
+    writer.capture(offset, count);
+  };
+  update(0, 100);
+  update(112, 288);
+  update(400, 560);
+  const std::vector<float> want_params = params, want_state = state;
+  REQUIRE(writer.take(10, params, buffers, state, d.meta) == SnapshotWriter::Taken::kYes);
+  CHECK_FALSE(writer.armed());
+  for (float& p : params) p = -5.0f;  // the next update, at once
+  for (float& v : state) v = -6.0f;
+  writer.finish();
+  const auto path = writer.own_dir() / snapshot_file_name(10);
+  const CheckpointData back = Checkpoint::deserialize(Checkpoint::read_file(path), path.string());
+  CHECK(same_bits(back.params, want_params));
+  CHECK(same_bits(back.optimizer_state, want_state));
+  CHECK(same_bits(back.buffers, d.buffers));
+  const SnapshotWriter::Stats stats = writer.stats();
+  CHECK(stats.written == 1);
+  CHECK(stats.captured == 1);
+  CHECK(stats.fence_waits == 0);
+  CHECK(warnings == 0);
+}
+
+TEST_CASE("SnapshotWriter: an armed update that reports no block is captured whole at take(); blocks out of order throw") {
+  const auto root = temp_dir() / "ram";
+  CheckpointData d = sample();
+  SelfCommunicator comm;
+  SnapshotWriter writer(comm, root, 2, 4 * (d.params.size() + d.buffers.size() + d.optimizer_state.size()),
+                        d.meta.dump(2).size(), [](const std::string&) {});
+  std::vector<float> params = d.params, state = d.optimizer_state;
+  REQUIRE(writer.arm(params, state, 4 * d.buffers.size()));
+  writer.capture(500, 10);
+  CHECK_THROWS_AS(writer.capture(400, 10), std::logic_error);   // before the last block
+  CHECK_THROWS_AS(writer.capture(990, 20), std::logic_error);   // past the end
+  writer.disarm();
+  CHECK_FALSE(writer.armed());
+  // Armed, and the update ran without reporting (an optimizer without an observer).
+  REQUIRE(writer.arm(params, state, 4 * d.buffers.size()));
+  for (float& p : params) p *= 2.0f;
+  for (float& v : state) v += 1.0f;
+  const std::vector<float> want_params = params, want_state = state;
+  REQUIRE(writer.take(1234, params, d.buffers, state, d.meta) == SnapshotWriter::Taken::kYes);
+  for (float& p : params) p = 0.0f;
+  writer.finish();
+  const auto path = writer.own_dir() / snapshot_file_name(1234);
+  const CheckpointData back = Checkpoint::deserialize(Checkpoint::read_file(path), path.string());
+  CHECK(same_bits(back.params, want_params));
+  CHECK(same_bits(back.optimizer_state, want_state));
+  CHECK(writer.stats().captured == 1);
+}
+
+TEST_CASE("SnapshotWriter: under RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD the update captures nothing; the thread copies") {
+  const auto root = temp_dir() / "ram";
+  CheckpointData d = sample();
+  SelfCommunicator comm;
+  ::setenv("RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD", "1", 1);
+  SnapshotWriter writer(comm, root, 2, 4 * (d.params.size() + d.buffers.size() + d.optimizer_state.size()),
+                        d.meta.dump(2).size(), [](const std::string&) {});
+  ::unsetenv("RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD");
+  std::vector<float> params = d.params, state = d.optimizer_state;
+  CHECK_FALSE(writer.arm(params, state, 4 * d.buffers.size()));
+  REQUIRE(writer.take(1234, params, d.buffers, state, d.meta) == SnapshotWriter::Taken::kYes);
+  writer.fence();
+  for (float& p : params) p = 0.0f;
+  writer.finish();
+  const auto path = writer.own_dir() / snapshot_file_name(1234);
+  const CheckpointData back = Checkpoint::deserialize(Checkpoint::read_file(path), path.string());
+  CHECK(same_bits(back.params, d.params));
+  CHECK(writer.stats().captured == 0);
+}

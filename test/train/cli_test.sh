@@ -767,11 +767,14 @@ snapshots)
   # the newest complete one, skipping a torn newest one with a warning, to the same final
   # parameters as an uninterrupted run (logical shards).
   snap=(--logical-shards 2 --batch-size 4 --threads 1 --lr-schedule constant --eval-every 0 --no-tensorboard)
-  # The reference, uninterrupted, with snapshots in the default directory.
-  "${mpi[@]}" -np 2 "$bin" train "${data[@]}" "${snap[@]}" --max-steps 40 --snapshot-every 4 \
+  # The reference, uninterrupted, with snapshots in the default directory. The slow-copy hook
+  # (1 ms) makes each snapshot wait for the previous one to be sealed instead of leaving it to
+  # the snapshot thread's copy when the update found it still being written (a loaded host).
+  "${mpi[@]}" -np 2 -x RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS=1 "$bin" train "${data[@]}" "${snap[@]}" --max-steps 40 --snapshot-every 4 \
     --run-dir "$work/ref" > "$work/ref.log" 2>&1 || { cat "$work/ref.log" >&2; fail "run with snapshots failed"; }
-  dir=$($py -c 'import json,sys; s=json.load(open(sys.argv[1]))["snapshots"]; assert s["written"] >= 1, s; print(s["dir"])' \
-    "$work/ref/summary.json") || fail "summary.json: no snapshot written"
+  # Each captured by its step's optimizer update (SnapshotWriter::arm), not copied by the thread.
+  dir=$($py -c 'import json,sys; s=json.load(open(sys.argv[1]))["snapshots"]; assert s["written"] >= 1, s; assert s["captured_in_update"] == s["written"], s; print(s["dir"])' \
+    "$work/ref/summary.json") || fail "summary.json: no snapshot written, or not captured in the update"
   [[ $dir == /dev/shm/ringtrain-ref-* ]] || fail "default snapshot dir is $dir"
   [[ ! -e $dir ]] || fail "snapshots in $dir not removed at the normal end"
   # Killed mid-run: rank 1 (the straggler, 50 ms per step) by SIGKILL once two snapshots exist.
