@@ -20,6 +20,9 @@ struct AllreduceTuning {
   std::size_t ring_chunk_bytes_network = 65536 - 128;
   // Ring: receives posted ahead (2 = double-buffered receive).
   int ring_recv_depth = 2;
+  // rab: chunks a rank sends ahead of what it has received from its partner in a round
+  // (0: every chunk of a round at once).
+  std::size_t rab_send_window = 0;
   // Parameter server: rank 0 handles the gradient in chunks of this many bytes.
   std::size_t ps_chunk_bytes = 1024 * 1024;
   // rd: vectors up to this size use plain recursive doubling (whole vector, log2 p steps)
