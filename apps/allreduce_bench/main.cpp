@@ -30,7 +30,7 @@ struct Options {
   double chunk_kb = 1024;
   double net_chunk_kb = (65536 - 128) / 1024.0;
   int recv_depth = 2;
-  int rab_window = 0;
+  int rab_window = static_cast<int>(ringtrain::AllreduceTuning{}.rab_send_window);
   double ps_chunk_kb = 1024;
   std::string auto_ring_min_shm = "4M";
   std::string rd_doubling_max = "2K";

@@ -29,7 +29,7 @@ struct Options {
   NetworkParams extra;  // delay and shared memory (the rest comes from the model)
   double delay_us = 0;
   double link_gbit = 1;
-  int rab_window = 0;
+  int rab_window = static_cast<int>(AllreduceTuning{}.rab_send_window);
   bool scale_table = false;
   bool fidelity_grid = false;
   bool traffic = false;
