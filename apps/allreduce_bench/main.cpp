@@ -30,6 +30,7 @@ struct Options {
   double chunk_kb = 1024;
   double net_chunk_kb = (65536 - 128) / 1024.0;
   int recv_depth = 2;
+  int rab_window = static_cast<int>(ringtrain::AllreduceTuning{}.rab_send_window);
   double ps_chunk_kb = 1024;
   std::string auto_ring_min_shm = "4M";
   std::string rd_doubling_max = "2K";
@@ -64,6 +65,7 @@ ringtrain::BenchConfig make_config(const Options& o) {
   config.tuning.ring_chunk_bytes = static_cast<std::size_t>(o.chunk_kb * 1024);
   config.tuning.ring_chunk_bytes_network = static_cast<std::size_t>(o.net_chunk_kb * 1024);
   config.tuning.ring_recv_depth = o.recv_depth;
+  config.tuning.rab_send_window = static_cast<std::size_t>(o.rab_window);
   config.tuning.ps_chunk_bytes = static_cast<std::size_t>(o.ps_chunk_kb * 1024);
   config.tuning.auto_ring_min_bytes_single_host = ringtrain::parse_byte_size(o.auto_ring_min_shm);
   config.tuning.rd_doubling_max_bytes = ringtrain::parse_byte_size(o.rd_doubling_max);
@@ -153,6 +155,10 @@ void add_tuning_options(CLI::App& app, Options& o) {
   app.add_option("--recv-depth", o.recv_depth, "ring receives posted ahead")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app.add_option("--rab-window", o.rab_window,
+                 "rab: chunks a rank sends ahead of its partner's in a round (0: all at once)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--ps-chunk-kb", o.ps_chunk_kb, "parameter-server chunk (KiB)")
       ->capture_default_str();
   app.add_option("--auto-ring-min-shm", o.auto_ring_min_shm,
@@ -183,7 +189,8 @@ void print_header(const ringtrain::MpiCommunicator& comm, const std::vector<std:
             << " node(s), " << layout.nodes_with_several_ranks << " with several ranks; auto runs "
             << choices << ")"
             << "\n# ring chunk " << (comm.single_host() ? o.chunk_kb : o.net_chunk_kb) << " KiB x"
-            << o.recv_depth << ", transport " << o.compress << ", warmup " << o.warmup
+            << o.recv_depth << ", rab window " << o.rab_window << ", transport " << o.compress
+            << ", warmup " << o.warmup
             << ", iters " << o.iters << " x best of " << o.repeats << ", op "
             << (o.mean ? "mean" : "sum")
             << ", GB = 1e9 B, busbw = algbw * 2(N-1)/N, times per call averaged over iters\n";

@@ -29,6 +29,7 @@ struct Options {
   NetworkParams extra;  // delay and shared memory (the rest comes from the model)
   double delay_us = 0;
   double link_gbit = 1;
+  int rab_window = static_cast<int>(AllreduceTuning{}.rab_send_window);
   bool scale_table = false;
   bool fidelity_grid = false;
   bool traffic = false;
@@ -55,6 +56,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--delay-us", o.delay_us, "added one-way delay per network message (netem), us")->capture_default_str();
   app.add_option("--link-gbit", o.link_gbit, "link rate: beta / rate (the parameters are for 1 Gbit/s)")
       ->capture_default_str();
+  app.add_option("--rab-window", o.rab_window,
+                 "rab: chunks a rank sends ahead of its partner's in a round (0: all at once)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   app.add_flag("--scale-table", o.scale_table, "markdown table: 8-1024 ranks x {1,8} per node x 64 KiB-256 MiB x "
                                                "{1,10,100} Gbit/s, auto against the fastest and the bound");
   app.add_option("--scale-np", o.scale_np, "with --scale-table: comma list of rank counts instead");
@@ -117,6 +121,7 @@ int run(const Options& o) {
   PredictSetup setup;
   setup.compression = parse_compression(o.compress);
   setup.model = o.tuning.empty() ? o.model : read_cost_model(o.tuning);
+  setup.tuning.rab_send_window = static_cast<std::size_t>(o.rab_window);
   NetworkParams network = NetworkParams::from_cost_model(setup.model);
   network.shm_alpha_s = o.extra.shm_alpha_s;
   network.shm_beta_s_per_byte = o.extra.shm_beta_s_per_byte;

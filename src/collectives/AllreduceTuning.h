@@ -20,6 +20,11 @@ struct AllreduceTuning {
   std::size_t ring_chunk_bytes_network = 65536 - 128;
   // Ring: receives posted ahead (2 = double-buffered receive).
   int ring_recv_depth = 2;
+  // rab: chunks a rank sends ahead of what it has received from its partner in a round
+  // (0: every chunk of a round at once). 16 (1 MiB of network chunks): on 8 emulated nodes
+  // (1 Gbit/s, MTU 1500) rab took 0.84x at 16 MiB and 0.74-0.88x at 64 MiB of its time with
+  // every chunk posted at once (docs/benchmarks/allreduce-sim-fidelity-measured.md, "8 nodes").
+  std::size_t rab_send_window = 16;
   // Parameter server: rank 0 handles the gradient in chunks of this many bytes.
   std::size_t ps_chunk_bytes = 1024 * 1024;
   // rd: vectors up to this size use plain recursive doubling (whole vector, log2 p steps)

@@ -178,7 +178,7 @@ void MpiCommunicator::across_nodes(std::span<float> data, float scale, Compressi
       return;
     case AllreduceAlgo::kRabenseifner:
       rabenseifner_allreduce(cross_comm_, data, scale, compression, ring_options(true).chunk_bytes,
-                             {}, scratch_, stats_);
+                             tuning_.rab_send_window, {}, scratch_, stats_);
       return;
     default:
       ring_allreduce(cross_comm_, data, scale, compression, ring_options(true), scratch_, stats_);
@@ -212,8 +212,8 @@ void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo
       return;
     case AllreduceAlgo::kRabenseifner:
       rabenseifner_allreduce(comm_, data, scale, compression,
-                             ring_options(!single_host()).chunk_bytes, ring_order_, scratch_,
-                             stats_);
+                             ring_options(!single_host()).chunk_bytes, tuning_.rab_send_window,
+                             ring_order_, scratch_, stats_);
       return;
     case AllreduceAlgo::kParameterServer:
       parameter_server_allreduce(comm_, data, scale, compression, tuning_.ps_chunk_bytes, scratch_,

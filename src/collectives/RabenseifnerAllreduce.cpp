@@ -10,8 +10,10 @@
 // reverse, swapping owned ranges straight into place.
 //
 // Pipelining: each exchange is cut into chunks of at most chunk_bytes on the wire; all
-// receives of a round are posted first, then all sends, and chunk c is added while chunk
-// c+1 is still arriving.
+// receives of a round are posted first, then the sends, and chunk c is added while chunk
+// c+1 is still arriving. send_window > 0: a rank posts its first send_window chunks at once
+// and one more each time a chunk from the partner has arrived, so it runs at most that many
+// chunks ahead of its partner (0: the whole round at once).
 //
 // 16-bit transport: a 16-bit copy of the vector (the wire) at the same offsets. A range is
 // narrowed into it just before it is sent, received chunks are widened and added in fp32;
@@ -45,9 +47,10 @@ constexpr int kRabTag = 7301;
 class RabRun {
  public:
   RabRun(MPI_Comm comm, std::span<float> data, float scale, Compression compression,
-         std::size_t chunk_bytes, std::span<const int> order, AllreduceScratch& scratch,
-         TrafficStats& stats)
+         std::size_t chunk_bytes, std::size_t send_window, std::span<const int> order,
+         AllreduceScratch& scratch, TrafficStats& stats)
       : comm_(comm),
+        send_window_(send_window),
         order_(order),
         data_(data),
         scale_(scale),
@@ -166,7 +169,6 @@ class RabRun {
   // into data (through receive space); otherwise it lands in place. on_wire: `out` is
   // already on the wire (16-bit results), so it is not narrowed from data again.
   void exchange(int peer, Range out, Range in, bool reduce, bool on_wire = false) {
-    const MPI_Datatype type = compressed_ ? MPI_UINT16_T : MPI_FLOAT;
     if (compressed_ && !on_wire)
       narrow(compression_, data_.data() + out.first, wire_ + out.first, out.second - out.first);
     requests_.clear();
@@ -176,24 +178,36 @@ class RabRun {
                   : compressed_ ? static_cast<void*>(wire_ + data_.size() + (at - in.first))
                                 : static_cast<void*>(scratch_.f32.data() + (at - in.first));
       requests_.emplace_back();
-      RINGTRAIN_MPI_CHECK(MPI_Irecv(dst, n, type, peer, kRabTag, comm_, &requests_.back()));
+      RINGTRAIN_MPI_CHECK(MPI_Irecv(dst, n, wire_type(), peer, kRabTag, comm_, &requests_.back()));
     }
     const std::size_t receives = requests_.size();
-    for (std::size_t at = out.first; at < out.second; at += chunk_elems_) {
-      const int n = static_cast<int>(std::min(chunk_elems_, out.second - at));
-      requests_.emplace_back();
-      RINGTRAIN_MPI_CHECK(MPI_Isend(wire_at(at), n, type, peer, kRabTag, comm_, &requests_.back()));
-    }
+    const std::size_t sends = (out.second - out.first + chunk_elems_ - 1) / chunk_elems_;
+    requests_.reserve(receives + sends);
+    std::size_t posted = 0;  // sends posted so far
+    const auto post_sends_up_to = [&](std::size_t n) {
+      for (; posted < std::min(n, sends); ++posted) {
+        const std::size_t at = out.first + posted * chunk_elems_;
+        const int count = static_cast<int>(std::min(chunk_elems_, out.second - at));
+        requests_.emplace_back();
+        RINGTRAIN_MPI_CHECK(
+            MPI_Isend(wire_at(at), count, wire_type(), peer, kRabTag, comm_, &requests_.back()));
+      }
+    };
+    post_sends_up_to(send_window_ == 0 ? sends : send_window_);
     for (std::size_t i = 0; i < receives; ++i) {
       timed_wait(&requests_[i], stats_, peer, "receive");
+      if (send_window_ != 0) post_sends_up_to(send_window_ + i + 1);
       const std::size_t at = in.first + i * chunk_elems_;
       if (reduce) add_chunk(at, at - in.first, std::min(chunk_elems_, in.second - at));
     }
+    post_sends_up_to(sends);  // the partner sent fewer chunks than this rank
     timed_waitall(static_cast<int>(requests_.size() - receives), requests_.data() + receives,
                   stats_, peer, "send");
     stats_.bytes_sent += (out.second - out.first) * element_bytes_;
     stats_.bytes_received += (in.second - in.first) * element_bytes_;
   }
+
+  MPI_Datatype wire_type() const { return compressed_ ? MPI_UINT16_T : MPI_FLOAT; }
 
   void add_chunk(std::size_t at, std::size_t slot_offset, std::size_t n) {
     if (compressed_) {
@@ -204,6 +218,7 @@ class RabRun {
   }
 
   MPI_Comm comm_;
+  std::size_t send_window_;  // chunks sent ahead of the partner's (0: all at once)
   std::span<const int> order_;  // comm ranks by place (empty: rank order)
   std::span<float> data_;
   float scale_;  // applied to the finished sums (fp16: times the inverse prescale)
@@ -229,9 +244,9 @@ class RabRun {
 
 void rabenseifner_allreduce(MPI_Comm comm, std::span<float> data, float scale,
                             Compression compression, std::size_t chunk_bytes,
-                            std::span<const int> order, AllreduceScratch& scratch,
-                            TrafficStats& stats) {
-  RabRun(comm, data, scale, compression, chunk_bytes, order, scratch, stats).run();
+                            std::size_t send_window, std::span<const int> order,
+                            AllreduceScratch& scratch, TrafficStats& stats) {
+  RabRun(comm, data, scale, compression, chunk_bytes, send_window, order, scratch, stats).run();
 }
 
 std::uint64_t rab_elements_sent(std::size_t count, int ranks, int rank) {

@@ -24,12 +24,15 @@ namespace ringtrain {
 // Not a power of two: the first 2*rem ranks (rem = N - 2^k) fold in pairs, which sends
 // the whole vector once from each even rank of them and back at the end (a limitation:
 // those links carry n + 2(p-1)/p n instead of 2(N-1)/N n).
+// `send_window` > 0: within a round a rank sends at most that many chunks ahead of the
+// chunks it has received from its partner (0: every chunk of the round at once); the
+// result does not depend on it.
 // `order` lists the ranks of comm node by node (empty: rank order): rab numbers the ranks
 // by their place in it, so the nearest partners share a node.
 void rabenseifner_allreduce(MPI_Comm comm, std::span<float> data, float scale,
                             Compression compression, std::size_t chunk_bytes,
-                            std::span<const int> order, AllreduceScratch& scratch,
-                            TrafficStats& stats);
+                            std::size_t send_window, std::span<const int> order,
+                            AllreduceScratch& scratch, TrafficStats& stats);
 
 // Payload elements the rank at place `rank` of the order of `ranks` sends in one call of `count` elements (times
 // 4 bytes for fp32 transport, 2 for 16-bit); fp16's range agreement not included.

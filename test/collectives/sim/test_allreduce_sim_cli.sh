@@ -20,6 +20,7 @@ expect 2 "--np" --np 1
 expect 2 "--sizes" --np 4 --sizes 6
 expect 2 "mpi cannot be simulated" --np 4 --algo mpi
 expect 2 "unknown all-reduce algorithm" --np 4 --algo nope
+expect 2 "--rab-window" --np 4 --rab-window -1
 expect 1 "$tmp/missing" --np 4 --tuning "$tmp/missing"
 printf 'alpha_s = oops\n' >"$tmp/bad.tuning"
 expect 1 "bad.tuning" --np 4 --tuning "$tmp/bad.tuning"
@@ -32,4 +33,10 @@ default=$(awk '!/^#/{print $2}' "$tmp/default")
 zero=$(awk '!/^#/{print $2}' "$tmp/zero")
 # 6 rounds of 50 us fewer: 1097.2 -> 797.2 us.
 [[ $default == 1097.2 && $zero == 797.2 ]] || fail "ring 64 KiB at 4 ranks: $default us (want 1097.2), alpha 0: $zero us (want 797.2)"
+# rab's send window reaches the recording: one chunk ahead leaves the link idle while each
+# chunk's partner chunk is awaited (slower at 1 MiB, 8 ranks), four chunks do not.
+rab_at() { "$sim" --np 8 --sizes 1M --algo rab --rab-window "$1" | awk '!/^#/{print $2}'; }
+w0=$(rab_at 0) w1=$(rab_at 1) w4=$(rab_at 4)
+awk -v a="$w0" -v b="$w1" -v c="$w4" 'BEGIN{exit !(b > 1.05 * a && c == a)}' ||
+  fail "rab 1 MiB at 8 ranks: window 0 $w0 us, window 1 $w1 us (want > 5% more), window 4 $w4 us (want equal)"
 echo "allreduce_sim CLI: ok"
