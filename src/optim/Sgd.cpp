@@ -1,12 +1,22 @@
-// SGD update loops; one branch-free loop per (first step, nesterov) case so each vectorises.
+// SGD update loops; one branch-free loop per (first step, nesterov) case so each vectorises,
+// once per vector ISA (common/CpuDispatch.h). The clones give the SSE loop's bits: every
+// element is a fixed sequence of correctly rounded multiplies and adds, and the optim library
+// is compiled with -ffp-contract=off, so no clone fuses them into FMAs (src/CMakeLists.txt).
+// Measured on the AMD EPYC (Zen 5) build machine: the baseline SSE loop's speed depended on
+// where the linker put it (the same 14 instructions took 0.173, 0.211 or 0.279 ns a float
+// at different offsets of the loop head in a 64-byte line), which made mlp's fp32 update
+// 1.3x-1.5x slower after unrelated code moved it; the AVX2 and AVX-512 clones ran at 0.16
+// and 0.14 ns at every offset.
 #include "optim/Sgd.h"
+
+#include "common/CpuDispatch.h"
 
 namespace ringtrain {
 namespace {
 
 // p, g, buf: n floats of one segment. keep = 1 - dampening.
 template <bool kFirst, bool kNesterov>
-void sgd_momentum(float* __restrict p, const float* __restrict g, float* __restrict buf,
+RINGTRAIN_VECTOR_CLONES void sgd_momentum(float* __restrict p, const float* __restrict g, float* __restrict buf,
                   std::size_t n, float lr, float wd, float momentum, float keep) {
   for (std::size_t i = 0; i < n; ++i) {
     const float d = g[i] + wd * p[i];
@@ -16,7 +26,7 @@ void sgd_momentum(float* __restrict p, const float* __restrict g, float* __restr
   }
 }
 
-void sgd_plain(float* __restrict p, const float* __restrict g, std::size_t n, float lr,
+RINGTRAIN_VECTOR_CLONES void sgd_plain(float* __restrict p, const float* __restrict g, std::size_t n, float lr,
                float wd) {
   for (std::size_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
 }
