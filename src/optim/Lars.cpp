@@ -26,9 +26,9 @@ double sum_squares(const float* x, std::size_t n) {
   return total;
 }
 
-// The update loops, once per vector ISA with the baseline loop's bits (as Sgd.cpp's: no FMA
+// The update loops, as an AVX2 and a baseline clone with the same bits (as Sgd.cpp's: no FMA
 // contraction in this library); the norms above keep their own summation order.
-RINGTRAIN_VECTOR_CLONES void lars_momentum(float* __restrict p, const float* __restrict g, float* __restrict buf,
+RINGTRAIN_STREAM_CLONES void lars_momentum(float* __restrict p, const float* __restrict g, float* __restrict buf,
                    std::size_t n, float local_lr, float wd, float momentum) {
   for (std::size_t i = 0; i < n; ++i) {
     const float b = momentum * buf[i] + local_lr * (g[i] + wd * p[i]);
@@ -37,7 +37,7 @@ RINGTRAIN_VECTOR_CLONES void lars_momentum(float* __restrict p, const float* __r
   }
 }
 
-RINGTRAIN_VECTOR_CLONES void lars_plain(float* __restrict p, const float* __restrict g, std::size_t n,
+RINGTRAIN_STREAM_CLONES void lars_plain(float* __restrict p, const float* __restrict g, std::size_t n,
                 float local_lr, float wd) {
   for (std::size_t i = 0; i < n; ++i) p[i] -= local_lr * (g[i] + wd * p[i]);
 }

@@ -1,5 +1,5 @@
-// The update loops run as one clone per vector ISA (common/CpuDispatch.h), and the CPU picks
-// the clone. Each must give the bits of plain per-element float arithmetic, one rounding per
+// The update loops run as one clone per vector ISA (common/CpuDispatch.h's
+// RINGTRAIN_STREAM_CLONES), and the CPU picks the clone. Each must give the bits of plain per-element float arithmetic, one rounding per
 // operation as the source writes it (no fused multiply-add), or ranks on CPUs with different
 // vector units drift apart and a run no longer matches its checkpoint on another machine.
 // Tensors of odd lengths starting at every float of a 64-byte line reach the clones' peeled
