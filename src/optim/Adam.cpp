@@ -8,6 +8,8 @@
 
 #include <immintrin.h>
 
+#include "common/CpuDispatch.h"
+
 namespace ringtrain {
 namespace {
 
@@ -35,8 +37,10 @@ struct AdamScalars {
   float eps;
 };
 
-// p, g, m, v: n floats of one segment.
-void adam_update(float* __restrict p, const float* __restrict g, float* __restrict m,
+// p, g, m, v: n floats of one segment. An AVX2 and a baseline clone (common/CpuDispatch.h) with
+// the same bits: each element is correctly rounded multiplies, adds, a square root and a
+// division, and this library is compiled without FMA contraction (src/CMakeLists.txt).
+RINGTRAIN_STREAM_CLONES void adam_update(float* __restrict p, const float* __restrict g, float* __restrict m,
                  float* __restrict v, std::size_t n, const AdamScalars& s) {
   constexpr std::size_t kChunk = 512;  // 2 KiB of denominators stay in L1
   alignas(64) float denom[kChunk];
@@ -60,7 +64,7 @@ void adam_update(float* __restrict p, const float* __restrict g, float* __restri
   }
 }
 
-void scale(float* __restrict p, std::size_t n, float factor) {
+RINGTRAIN_STREAM_CLONES void scale(float* __restrict p, std::size_t n, float factor) {
   for (std::size_t i = 0; i < n; ++i) p[i] *= factor;
 }
 

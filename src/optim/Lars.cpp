@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "common/CpuDispatch.h"
+
 namespace ringtrain {
 namespace {
 
@@ -24,7 +26,9 @@ double sum_squares(const float* x, std::size_t n) {
   return total;
 }
 
-void lars_momentum(float* __restrict p, const float* __restrict g, float* __restrict buf,
+// The update loops, as an AVX2 and a baseline clone with the same bits (as Sgd.cpp's: no FMA
+// contraction in this library); the norms above keep their own summation order.
+RINGTRAIN_STREAM_CLONES void lars_momentum(float* __restrict p, const float* __restrict g, float* __restrict buf,
                    std::size_t n, float local_lr, float wd, float momentum) {
   for (std::size_t i = 0; i < n; ++i) {
     const float b = momentum * buf[i] + local_lr * (g[i] + wd * p[i]);
@@ -33,7 +37,7 @@ void lars_momentum(float* __restrict p, const float* __restrict g, float* __rest
   }
 }
 
-void lars_plain(float* __restrict p, const float* __restrict g, std::size_t n,
+RINGTRAIN_STREAM_CLONES void lars_plain(float* __restrict p, const float* __restrict g, std::size_t n,
                 float local_lr, float wd) {
   for (std::size_t i = 0; i < n; ++i) p[i] -= local_lr * (g[i] + wd * p[i]);
 }
