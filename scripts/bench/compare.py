@@ -68,6 +68,9 @@ def ringtrain_command(binary, work, np_, run_dir):
             "--momentum", str(work.momentum),
             "--seed", str(work.seed),
             "--eval-every", "0",  # evaluate only at the end, after the timed steps
+            # A record per step, so the timed window opens exactly where the warm-up ends
+            # (rundata.Run.throughput_after_warmup) rather than at the next tenth step.
+            "--log-every", "1",
             "--eval-batch-size", str(work.batch),  # same as PyTorch's final eval
             "--run-dir", run_dir,
             "--no-tensorboard",  # PyTorch's side writes no event files either

@@ -146,16 +146,23 @@ class Run:
     def throughput_after_warmup(self, warmup, batch, world_size):
         """Global images/s after `warmup` steps, from rank 0's step records.
 
-        The span between the end of the warm-up and the last step covers (last.step -
-        warm.step) synchronous steps of world_size x batch images; evaluations and
-        checkpoints inside it are not training time. None when the records are missing or
-        too few (summary()'s images_per_s, warm-up included, is then the figure to use)."""
+        The window opens at the first record whose step is at least `warmup` (the warm-up's
+        last step with --log-every 1; a later one when a record covers several steps) and
+        closes at the last record, covering (last.step - start.step) synchronous steps of
+        world_size x batch images; evaluations and checkpoints inside it are not training
+        time. None when no record follows the window's start (summary()'s images_per_s,
+        warm-up included, is then the figure to use)."""
         steps = [r for r in self.of_type(0, "step") if "t" in r and "step" in r]
         pauses = [r for r in self.of_type(0, "eval") + self.of_type(0, "checkpoint") if "t" in r]
         steps.sort(key=lambda r: r["step"])
-        if len(steps) <= warmup + 1:
+        # Records are found by step, not by index: with --log-every 10 the third record ends
+        # step 23, and taking records[warmup - 1] as the warm-up's end put the window past
+        # the run (alexnet: 23 steps, warm-up 3), so the figure fell back to summary.json's,
+        # first step's primitive creation and JIT included.
+        later = [r for r in steps if r["step"] >= warmup]
+        if len(later) < 2:
             return None
-        start = steps[warmup - 1] if warmup > 0 else steps[0]
+        start = later[0]
         end = steps[-1]
         n_steps = end["step"] - start["step"]
         # `t` of an eval or checkpoint record may be its start or end: either way it lies in
@@ -164,7 +171,8 @@ class Run:
         span = end["t"] - start["t"] - paused
         if n_steps <= 0 or span <= 0:
             return None
-        dts = [b["t"] - a["t"] for a, b in zip(steps[warmup:], steps[warmup + 1:])]
+        dts = [(b["t"] - a["t"]) / (b["step"] - a["step"]) for a, b in zip(later, later[1:])
+               if b["step"] > a["step"]]
         return {"images_per_s": n_steps * batch * world_size / span, "timed_steps": n_steps,
                 "excluded_eval_s": paused,
                 "step_ms_median": 1e3 * statistics.median(dts) if dts else None,

@@ -66,8 +66,12 @@ void Dropout::run_forward(State& base, const memory& src, const memory& dst, std
   // Keep iff the 24-bit uniform u >= p: P(keep) = 1 - p up to 2^-24.
   const float scale = 1.0f / (1.0f - p_);
   const auto threshold = static_cast<std::uint64_t>(static_cast<double>(p_) * (1ULL << 24));
+  // Indexed by the keep decision rather than chosen by a branch: with p = 0.5 the branch was
+  // a coin flip, mispredicted on half the elements (alexnet's two masks, 164 K elements a
+  // step, ~0.9 ms of CPU samples per step with the branch). Same values, same stream.
+  const float keep_scale[2] = {0.0f, scale};
   Rng rng(seed);
-  for (auto& m : s.mask) m = (rng.next() >> 40) >= threshold ? scale : 0.0f;
+  for (auto& m : s.mask) m = keep_scale[(rng.next() >> 40) >= threshold];
   s.apply_mask(stream(), src, dst);
 }
 

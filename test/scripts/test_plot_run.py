@@ -57,6 +57,20 @@ def check_windowed_throughput(tmp, rundata):
     m = run.step_ms_medians(0, skip=2)
     check(abs(m["compute_ms"] - 450.0) < 1e-6 and abs(m["exposed_ms"] - 50.0) < 1e-6,
           f"step_ms_medians: {m}")
+    # --log-every 10 over 23 steps: records end steps 10, 20 and 23. A warm-up of 3 steps
+    # opens the window at the first record past it (step 10), not at the third record.
+    d = os.path.join(tmp, "window10")
+    os.makedirs(d)
+    recs = [{"type": "step", "t": 0.5 + 0.25 * s, "step": s, "steps": n}
+            for s, n in ((10, 10), (20, 10), (23, 3))]
+    with open(os.path.join(d, "rank-0.jsonl"), "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in recs))
+    w = rundata.Run(d).throughput_after_warmup(3, 32, 1)
+    # steps 10..23: 13 steps of 32 images over 3.25 s; 250 ms per step.
+    check(w and w["timed_steps"] == 13 and abs(w["images_per_s"] - 13 * 32 / 3.25) < 1e-9
+          and abs(w["step_ms_median"] - 250.0) < 1e-9,
+          f"throughput_after_warmup, 10-step records: {w}")
+    check(rundata.Run(d).throughput_after_warmup(21, 32, 1) is None, "no record after the window's start: None")
 
 
 def check_one_reader():
