@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -21,6 +22,7 @@
 #include "checkpoint/SnapshotSlots.h"
 #include "checkpoint/SnapshotStore.h"
 #include "checkpoint/SnapshotWriter.h"
+#include "checkpoint/StreamCopy.h"
 #include "collectives/SelfCommunicator.h"
 
 using namespace ringtrain;
@@ -404,6 +406,30 @@ TEST_CASE("checkpoint_crc32's 512-bit fold gives zlib's crc32 bit for bit: every
   CHECK(checkpoint_crc32_fold(ones, 0xffffffffu) == zlib_crc(ones, 0xffffffffu));
   const auto all = std::span<const std::byte>(buffer);
   CHECK(checkpoint_crc32_fold(all.subspan(1000), checkpoint_crc32_fold(all.first(1000))) == zlib_crc(all));
+}
+
+TEST_CASE("stream_copy and stream_zero write exactly their range at any alignment and length") {
+  std::mt19937_64 rng(31);
+  std::vector<std::byte> src(4096);
+  for (std::byte& b : src) b = static_cast<std::byte>(rng() | 1);  // no zero bytes
+  for (std::size_t at = 0; at < 40; ++at) {
+    for (const std::size_t length : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17},
+                                     std::size_t{63}, std::size_t{64}, std::size_t{65}, std::size_t{1000}, std::size_t{3001}}) {
+      INFO("at " << at << " length " << length);
+      std::vector<std::byte> dst(3100, std::byte{0x5a});
+      stream_copy(dst.data() + at, src.data() + 7, length);
+      stream_fence();
+      CHECK(std::memcmp(dst.data() + at, src.data() + 7, length) == 0);
+      CHECK(std::count(dst.begin(), dst.begin() + static_cast<std::ptrdiff_t>(at), std::byte{0x5a}) == static_cast<std::ptrdiff_t>(at));
+      CHECK(std::count(dst.begin() + static_cast<std::ptrdiff_t>(at + length), dst.end(), std::byte{0x5a}) ==
+            static_cast<std::ptrdiff_t>(dst.size() - at - length));
+      stream_zero(dst.data() + at, length);
+      stream_fence();
+      CHECK(std::count(dst.begin(), dst.end(), std::byte{0}) == static_cast<std::ptrdiff_t>(length));
+      CHECK(std::count(dst.begin() + static_cast<std::ptrdiff_t>(at), dst.begin() + static_cast<std::ptrdiff_t>(at + length),
+                       std::byte{0}) == static_cast<std::ptrdiff_t>(length));
+    }
+  }
 }
 
 TEST_CASE("a metadata section padded with spaces (RAM snapshots) reads as the same metadata") {
