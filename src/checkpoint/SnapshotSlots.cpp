@@ -124,6 +124,13 @@ void SnapshotSlots::prepare_all(std::size_t bytes) {
   while (slots_.size() < static_cast<std::size_t>(keep_) + 1) (void)ready(create(), bytes);
 }
 
+void SnapshotSlots::rewrite_spares() noexcept {
+  for (Slot& s : slots_) {
+    if (s.step < 0 && s.map) stream_zero(s.map, s.size);
+  }
+  stream_fence();
+}
+
 std::span<std::byte> SnapshotSlots::open(std::size_t bytes) {
   open_ = -1;
   const std::size_t index = ready(spare(), bytes);

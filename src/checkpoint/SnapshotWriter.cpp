@@ -288,6 +288,21 @@ void SnapshotWriter::capture_range(std::size_t offset, std::size_t count) {
   for (std::size_t j = 0; j < capture_planes_; ++j) put(capture_state_, j * n + offset, 3, plane_crcs_[j]);
 }
 
+void SnapshotWriter::warm() {
+  if (warmed_ || !leader_) return;
+  warmed_ = true;
+  {
+    std::lock_guard lock(mutex_);
+    if (writing_) return;  // the thread is on a snapshot: its spares stay as they are
+    writing_ = true;       // own_slots_ is the thread's until it is done
+  }
+  post([this] {
+    own_slots_->rewrite_spares();
+    std::lock_guard lock(mutex_);
+    writing_ = false;
+  });
+}
+
 void SnapshotWriter::disarm() noexcept {
   if (!armed_) return;
   armed_ = false;

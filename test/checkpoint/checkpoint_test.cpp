@@ -597,3 +597,56 @@ TEST_CASE("SnapshotWriter: under RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD the upda
   CHECK(same_bits(back.params, d.params));
   CHECK(writer.stats().captured == 0);
 }
+
+TEST_CASE("SnapshotWriter::warm rewrites only the spare files, once; the snapshots stay whole and the next is taken") {
+  const auto root = temp_dir() / "ram";
+  CheckpointData d = sample();
+  SelfCommunicator comm;
+  SnapshotWriter writer(comm, root, 2, 4 * (d.params.size() + d.buffers.size() + d.optimizer_state.size()),
+                        d.meta.dump(2).size(), [](const std::string&) {});
+  std::vector<float> params = d.params, state = d.optimizer_state;
+  const auto take = [&](std::int64_t step) {
+    d.meta.set("global_step", step);
+    for (float& p : params) p += 1.0f;
+    REQUIRE(writer.take(step, params, d.buffers, state, d.meta) == SnapshotWriter::Taken::kYes);
+    writer.finish();  // the thread done (one node: nothing to exchange)
+  };
+  take(10);
+  take(20);
+  const std::vector<float> params_20 = params;
+  // A spare holds an older state's bytes (no zero run as long as the file); warm() zeroes it.
+  const auto spares = [&] {
+    std::vector<std::filesystem::path> found;
+    for (const auto& e : std::filesystem::directory_iterator(writer.own_dir())) {
+      if (e.path().extension() == ".tmp") found.push_back(e.path());
+    }
+    return found;
+  };
+  const auto all_zero = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return !bytes.empty() && std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
+  };
+  take(30);  // step 10's file becomes the spare
+  REQUIRE(spares().size() == 1);
+  CHECK_FALSE(all_zero(spares()[0]));
+  writer.warm();
+  writer.finish();
+  CHECK(all_zero(spares()[0]));
+  for (const std::int64_t step : {20, 30}) {
+    const auto path = writer.own_dir() / snapshot_file_name(step);
+    const CheckpointData back = Checkpoint::deserialize(Checkpoint::read_file(path), path.string());
+    CHECK(back.meta.at("global_step").as_int() == step);
+    if (step == 20) CHECK(same_bits(back.params, params_20));
+  }
+  take(40);  // warm() released the files: not busy
+  const auto path = writer.own_dir() / snapshot_file_name(40);
+  CHECK(same_bits(Checkpoint::deserialize(Checkpoint::read_file(path), path.string()).params, params));
+  // Only the first call does anything: the new spare (step 20's file) keeps its bytes.
+  writer.warm();
+  writer.finish();
+  REQUIRE(spares().size() == 1);
+  CHECK_FALSE(all_zero(spares()[0]));
+  CHECK(writer.stats().written == 4);
+  CHECK(writer.stats().skipped == 0);
+}
