@@ -138,8 +138,8 @@ class SnapshotWriter {
   // against 1-1.5 ms for the later ones (mlp, 12 MB, np 1, perf samples; no page fault in
   // the guest), which looks like the host's mappings of those pages dropped during the
   // first step's set-up (oneDNN's primitives and buffers); written again after it, the
-  // cost lands on the snapshot thread. Until the thread is done, arm() and take() find
-  // it busy (a snapshot due then is skipped).
+  // cost lands on the snapshot thread. arm() and take() wait for it if it is not done
+  // (with K > 1 it has K - 1 steps; a wait is optimizer or step-path time).
   void warm();
 
   // Every rank, before anything writes the parameters or the optimizer state handed to
@@ -169,6 +169,7 @@ class SnapshotWriter {
   void loop();
   void wait_idle();
   void wait_for_copy();
+  void wait_for_warm();
   void copy_sources();
   void capture_range(std::size_t offset, std::size_t count);
   bool finish_capture(std::size_t meta_bytes, std::size_t buffers_bytes);
@@ -196,6 +197,7 @@ class SnapshotWriter {
   int pending_ = 0;
   bool stopping_ = false;
   bool writing_ = false;             // the own snapshot in image_ is not sealed yet
+  bool warming_ = false;             // warm()'s task has own_slots_ (idle_ when it ends)
   std::vector<std::byte> outgoing_;  // serialised, waiting to be sent (newest only)
   // Receive buffers the snapshot thread has written to a file, for the next receive.
   std::vector<std::vector<std::byte>> spare_received_;
