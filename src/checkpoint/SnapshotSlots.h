@@ -39,6 +39,10 @@ class SnapshotSlots {
   // The same for all keep + 1 files at once: before the first step, where a run's setup
   // pays for the pages once instead of the steps that the first snapshots land in.
   void prepare_all(std::size_t bytes);
+  // Writes every spare's pages once more (streaming zeros), so that the next copy into
+  // them finds them ready: on this project's (PVM) test machines the pages a run's set-up
+  // made ready were slow again at the first snapshots (SnapshotWriter::warm() says why).
+  void rewrite_spares() noexcept;
   // Renames the open slot to snap-<step>.rtck, then keeps the newest `keep` snapshots in
   // dir: this object's older ones become spares, any other (an earlier launch's) is removed.
   // Throws naming the file if the rename fails (the slot stays a spare).

@@ -243,6 +243,7 @@ bool SnapshotWriter::arm(std::span<const float> params, std::span<const float> o
   if (!leader_ || skip_copy_ || copy_on_thread_ || params.empty()) return false;
   if (optimizer_state.size() % params.size() != 0) return false;  // not planes of the parameters' layout
   if (kill_at_ >= 0 || slow_copy_ms_ > 0) wait_idle();            // as in take(): none skipped under a test hook
+  wait_for_warm();  // done long before, as a rule: warm() comes K - 1 steps earlier
   {
     std::lock_guard lock(mutex_);
     if (writing_) return false;  // take() skips this one
@@ -288,6 +289,29 @@ void SnapshotWriter::capture_range(std::size_t offset, std::size_t count) {
   for (std::size_t j = 0; j < capture_planes_; ++j) put(capture_state_, j * n + offset, 3, plane_crcs_[j]);
 }
 
+void SnapshotWriter::warm() {
+  if (warmed_ || !leader_) return;
+  warmed_ = true;
+  {
+    std::lock_guard lock(mutex_);
+    if (writing_) return;  // the thread is on a snapshot: its spares stay as they are
+    warming_ = true;       // own_slots_ is the thread's until it is done (wait_for_warm())
+  }
+  post([this] {
+    own_slots_->rewrite_spares();
+    {
+      std::lock_guard lock(mutex_);
+      warming_ = false;
+    }
+    idle_.notify_all();
+  });
+}
+
+void SnapshotWriter::wait_for_warm() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return !warming_; });
+}
+
 void SnapshotWriter::disarm() noexcept {
   if (!armed_) return;
   armed_ = false;
@@ -329,6 +353,7 @@ SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const fl
   // Under a test hook no snapshot is skipped, so the one the test names is written
   // whatever the load (a loaded host skipped step 15's while step 10's was still sealing).
   if (!captured && (kill_at_ >= 0 || slow_copy_ms_ > 0)) wait_idle();
+  if (!captured) wait_for_warm();
   {
     std::lock_guard lock(mutex_);
     if (writing_) {

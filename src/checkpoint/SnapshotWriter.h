@@ -130,6 +130,18 @@ class SnapshotWriter {
   void disarm() noexcept;
   bool armed() const noexcept { return armed_; }
 
+  // Node leaders, once, at a step boundary after the first step of a launch (the caller
+  // may call it at every boundary; only the first call does anything): has the snapshot
+  // thread write the spare snapshot files' pages once more. Why: on this project's test
+  // machines (PVM guests, whose page tables the host shadows) the first captures into the
+  // files that the set-up had made ready took 12-14 ms of CPU in their streaming stores
+  // against 1-1.5 ms for the later ones (mlp, 12 MB, np 1, perf samples; no page fault in
+  // the guest), which looks like the host's mappings of those pages dropped during the
+  // first step's set-up (oneDNN's primitives and buffers); written again after it, the
+  // cost lands on the snapshot thread. arm() and take() wait for it if it is not done
+  // (with K > 1 it has K - 1 steps; a wait is optimizer or step-path time).
+  void warm();
+
   // Every rank, before anything writes the parameters or the optimizer state handed to
   // take() (the optimizer update of the next step): waits until the snapshot thread has
   // copied them. An atomic load when it has (the usual case: it had the step's data,
@@ -157,6 +169,7 @@ class SnapshotWriter {
   void loop();
   void wait_idle();
   void wait_for_copy();
+  void wait_for_warm();
   void copy_sources();
   void capture_range(std::size_t offset, std::size_t count);
   bool finish_capture(std::size_t meta_bytes, std::size_t buffers_bytes);
@@ -184,6 +197,7 @@ class SnapshotWriter {
   int pending_ = 0;
   bool stopping_ = false;
   bool writing_ = false;             // the own snapshot in image_ is not sealed yet
+  bool warming_ = false;             // warm()'s task has own_slots_ (idle_ when it ends)
   std::vector<std::byte> outgoing_;  // serialised, waiting to be sent (newest only)
   // Receive buffers the snapshot thread has written to a file, for the next receive.
   std::vector<std::vector<std::byte>> spare_received_;
@@ -216,6 +230,7 @@ class SnapshotWriter {
 
   // The capture in the optimizer update (main thread: arm() to take()).
   bool armed_ = false;
+  bool warmed_ = false;  // warm() has run (main thread)
   std::span<const float> capture_params_;
   std::span<const float> capture_state_;
   std::size_t capture_planes_ = 0;   // capture_state_.size() / capture_params_.size()

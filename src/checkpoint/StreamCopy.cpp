@@ -39,6 +39,20 @@ void stream_copy(std::byte* dst, const std::byte* src, std::size_t bytes) noexce
 #endif
 }
 
+void stream_zero(std::byte* dst, std::size_t bytes) noexcept {
+  if (bytes == 0) return;
+#if defined(__SSE2__)
+  const std::size_t head = std::min<std::size_t>(bytes, (16 - reinterpret_cast<std::uintptr_t>(dst) % 16) % 16);
+  std::memset(dst, 0, head);
+  std::size_t at = head;
+  const __m128i zero = _mm_setzero_si128();
+  for (; at + 16 <= bytes; at += 16) _mm_stream_si128(reinterpret_cast<__m128i*>(dst + at), zero);
+  std::memset(dst + at, 0, bytes - at);
+#else
+  std::memset(dst, 0, bytes);
+#endif
+}
+
 void stream_fence() noexcept {
 #if defined(__SSE2__)
   _mm_sfence();

@@ -13,6 +13,8 @@ namespace ringtrain {
 // streaming stores where the CPU has them (SSE2), else memcpy. Call stream_fence() before
 // another thread reads dst.
 void stream_copy(std::byte* dst, const std::byte* src, std::size_t bytes) noexcept;
+// dst[0, bytes) = 0 with streaming stores (as stream_copy).
+void stream_zero(std::byte* dst, std::size_t bytes) noexcept;
 // Orders the streaming stores before every later store (sfence): the release that hands
 // the copy to another thread then covers them.
 void stream_fence() noexcept;

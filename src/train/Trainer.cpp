@@ -102,6 +102,7 @@ bool Trainer::State::train_one_step(TrainStep& step, std::int64_t steps_per_epoc
     snapshot_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     snapshot_cpu_seconds += SnapshotWriter::thread_cpu_seconds() - cpu0;
   }
+  if (snapshots) snapshots->warm();  // once, after this launch's first step (SnapshotWriter.h)
   log_step(r, lr, step_limit || pos.step_in_epoch == steps_per_epoch);
   note_first_step(pos.global_step);
   maybe_record_resources();

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -21,6 +22,7 @@
 #include "checkpoint/SnapshotSlots.h"
 #include "checkpoint/SnapshotStore.h"
 #include "checkpoint/SnapshotWriter.h"
+#include "checkpoint/StreamCopy.h"
 #include "collectives/SelfCommunicator.h"
 
 using namespace ringtrain;
@@ -374,6 +376,62 @@ TEST_CASE("checkpoint_crc32 (libdeflate) gives zlib's crc32 bit for bit: odd len
   }
 }
 
+TEST_CASE("checkpoint_crc32's 512-bit fold gives zlib's crc32 bit for bit: every length around its blocks, offsets, continued") {
+  if (!checkpoint_crc32_fold_available()) {
+    WARN("this CPU has no AVX-512 with VPCLMULQDQ: checkpoint_crc32 is libdeflate's alone, the fold is not tested");
+    return;
+  }
+  std::mt19937_64 rng(29);
+  std::vector<std::byte> buffer((3 << 20) + 333);
+  for (std::byte& b : buffer) b = static_cast<std::byte>(rng());
+  const auto zlib_crc = [](std::span<const std::byte> bytes, uLong crc = 0) {
+    return static_cast<std::uint32_t>(crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+  };
+  std::vector<std::size_t> lengths;
+  for (std::size_t n = 0; n <= 2100; ++n) lengths.push_back(n);  // below, at and past 1 to 8 blocks of 256
+  for (int i = 0; i < 40; ++i) lengths.push_back(rng() % (buffer.size() - 64));
+  lengths.push_back(buffer.size() - 64);
+  int wrong = 0;
+  for (const std::size_t length : lengths) {
+    const std::size_t offset = rng() % 64;
+    const auto bytes = std::span<const std::byte>(buffer).subspan(offset, length);
+    const auto start = static_cast<std::uint32_t>(rng());
+    // All-ones data too: a register xored into the first bytes must not cancel out.
+    if (checkpoint_crc32_fold(bytes, start) != zlib_crc(bytes, start)) ++wrong;
+    if (checkpoint_crc32(bytes) != zlib_crc(bytes)) ++wrong;
+  }
+  CHECK(wrong == 0);
+  const std::vector<std::byte> ones(4096 + 7, std::byte{0xff});
+  CHECK(checkpoint_crc32_fold(ones) == zlib_crc(ones));
+  CHECK(checkpoint_crc32_fold(ones, 0xffffffffu) == zlib_crc(ones, 0xffffffffu));
+  const auto all = std::span<const std::byte>(buffer);
+  CHECK(checkpoint_crc32_fold(all.subspan(1000), checkpoint_crc32_fold(all.first(1000))) == zlib_crc(all));
+}
+
+TEST_CASE("stream_copy and stream_zero write exactly their range at any alignment and length") {
+  std::mt19937_64 rng(31);
+  std::vector<std::byte> src(4096);
+  for (std::byte& b : src) b = static_cast<std::byte>(rng() | 1);  // no zero bytes
+  for (std::size_t at = 0; at < 40; ++at) {
+    for (const std::size_t length : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17},
+                                     std::size_t{63}, std::size_t{64}, std::size_t{65}, std::size_t{1000}, std::size_t{3001}}) {
+      INFO("at " << at << " length " << length);
+      std::vector<std::byte> dst(3100, std::byte{0x5a});
+      stream_copy(dst.data() + at, src.data() + 7, length);
+      stream_fence();
+      CHECK(std::memcmp(dst.data() + at, src.data() + 7, length) == 0);
+      CHECK(std::count(dst.begin(), dst.begin() + static_cast<std::ptrdiff_t>(at), std::byte{0x5a}) == static_cast<std::ptrdiff_t>(at));
+      CHECK(std::count(dst.begin() + static_cast<std::ptrdiff_t>(at + length), dst.end(), std::byte{0x5a}) ==
+            static_cast<std::ptrdiff_t>(dst.size() - at - length));
+      stream_zero(dst.data() + at, length);
+      stream_fence();
+      CHECK(std::count(dst.begin(), dst.end(), std::byte{0}) == static_cast<std::ptrdiff_t>(length));
+      CHECK(std::count(dst.begin() + static_cast<std::ptrdiff_t>(at), dst.begin() + static_cast<std::ptrdiff_t>(at + length),
+                       std::byte{0}) == static_cast<std::ptrdiff_t>(length));
+    }
+  }
+}
+
 TEST_CASE("a metadata section padded with spaces (RAM snapshots) reads as the same metadata") {
   const CheckpointData d = sample();
   std::string meta = d.meta.dump(2);
@@ -538,4 +596,57 @@ TEST_CASE("SnapshotWriter: under RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD the upda
   const CheckpointData back = Checkpoint::deserialize(Checkpoint::read_file(path), path.string());
   CHECK(same_bits(back.params, d.params));
   CHECK(writer.stats().captured == 0);
+}
+
+TEST_CASE("SnapshotWriter::warm rewrites only the spare files, once; the snapshots stay whole and the next is taken") {
+  const auto root = temp_dir() / "ram";
+  CheckpointData d = sample();
+  SelfCommunicator comm;
+  SnapshotWriter writer(comm, root, 2, 4 * (d.params.size() + d.buffers.size() + d.optimizer_state.size()),
+                        d.meta.dump(2).size(), [](const std::string&) {});
+  std::vector<float> params = d.params, state = d.optimizer_state;
+  const auto take = [&](std::int64_t step) {
+    d.meta.set("global_step", step);
+    for (float& p : params) p += 1.0f;
+    REQUIRE(writer.take(step, params, d.buffers, state, d.meta) == SnapshotWriter::Taken::kYes);
+    writer.finish();  // the thread done (one node: nothing to exchange)
+  };
+  take(10);
+  take(20);
+  const std::vector<float> params_20 = params;
+  // A spare holds an older state's bytes (no zero run as long as the file); warm() zeroes it.
+  const auto spares = [&] {
+    std::vector<std::filesystem::path> found;
+    for (const auto& e : std::filesystem::directory_iterator(writer.own_dir())) {
+      if (e.path().extension() == ".tmp") found.push_back(e.path());
+    }
+    return found;
+  };
+  const auto all_zero = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return !bytes.empty() && std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
+  };
+  take(30);  // step 10's file becomes the spare
+  REQUIRE(spares().size() == 1);
+  CHECK_FALSE(all_zero(spares()[0]));
+  writer.warm();
+  writer.finish();
+  CHECK(all_zero(spares()[0]));
+  for (const std::int64_t step : {20, 30}) {
+    const auto path = writer.own_dir() / snapshot_file_name(step);
+    const CheckpointData back = Checkpoint::deserialize(Checkpoint::read_file(path), path.string());
+    CHECK(back.meta.at("global_step").as_int() == step);
+    if (step == 20) CHECK(same_bits(back.params, params_20));
+  }
+  take(40);  // warm() released the files: not busy
+  const auto path = writer.own_dir() / snapshot_file_name(40);
+  CHECK(same_bits(Checkpoint::deserialize(Checkpoint::read_file(path), path.string()).params, params));
+  // Only the first call does anything: the new spare (step 20's file) keeps its bytes.
+  writer.warm();
+  writer.finish();
+  REQUIRE(spares().size() == 1);
+  CHECK_FALSE(all_zero(spares()[0]));
+  CHECK(writer.stats().written == 4);
+  CHECK(writer.stats().skipped == 0);
 }
