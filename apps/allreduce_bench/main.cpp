@@ -141,6 +141,11 @@ void add_options(CLI::App& app, Options& o) {
                  "fraction of the fastest")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--hier-margin", o.model.hier_margin,
+                 "cost model: with several ranks per node, auto runs rab only when predicted more than "
+                 "this fraction ahead of hier")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--csv", o.csv, "also write the results as CSV");
   app.add_option("--json", o.json, "also write the results as JSON");
 }

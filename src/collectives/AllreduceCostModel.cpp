@@ -31,6 +31,7 @@ constexpr Key kKeys[] = {
     {"shm_alpha_s", &AllreduceCostModel::shm_alpha_s},
     {"eager_limit_bytes", &AllreduceCostModel::eager_limit_bytes},
     {"choice_margin", &AllreduceCostModel::choice_margin},
+    {"hier_margin", &AllreduceCostModel::hier_margin},
 };
 
 std::string key_list() {

@@ -55,7 +55,8 @@ struct NodeLayout {
 // - otherwise (several nodes): the cost model's choice among ring, rd and rab for
 //   `layout.ranks` ranks placed node by node (choose_by_cost_model with model_layout), and,
 //   when a node holds several ranks, hier (predict_hier_seconds) after them in the order
-//   of preference.
+//   of preference; there rab is taken only when predicted more than hier_margin ahead of
+//   hier (AllreduceCostModel.h), else hier.
 // rd moves fp32 only, so with 16-bit transport it is never chosen.
 // The layout the cost model predicts for: nodes of equal size hold ranks_per_node ranks
 // each (the ring and rab order ranks node by node); unequal nodes are predicted as one

@@ -17,7 +17,7 @@ namespace ringtrain {
 //          1 MiB), sent whole as rd sends its rounds (best of 3);
 //   gamma: seconds per byte of reduce_add over 16 MiB on rank 0 (best of 3);
 //   copy:  seconds per byte of a 16 MiB memcpy on rank 0 (best of 3).
-// eager_limit_bytes and choice_margin are not measured: they stay as in `base`.
+// eager_limit_bytes, choice_margin and hier_margin are not measured: they stay as in `base`.
 AllreduceCostModel calibrate_cost_model(MpiCommunicator& comm, const AllreduceCostModel& base = {});
 
 }  // namespace ringtrain
