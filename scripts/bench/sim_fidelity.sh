@@ -6,22 +6,26 @@
 # against the targets (<= 10% / 25% at >= 1 MiB, <= 25% / 50% at 64-512 KiB).
 #
 #   scripts/bench/sim_fidelity.sh [--layouts "6x1 8x1 4x2 2x4"] [--delays "0 250us 1ms"]
-#                                 [--burst 128kb] [--mtu 9000] [--out DIR] [--predictions CSV]
+#                                 [--burst 128kb] [--mtu 9000] [--link-rate 1gbit] [--out DIR]
+#                                 [--predictions CSV]
 #                                 [--compare-only]
 #
-# Each (layout, delay): cluster.sh up --nodes N --slots R --link-rate 1gbit --burst B --mtu M --delay D,
+# Each (layout, delay): cluster.sh up --nodes N --slots R --link-rate RATE --burst B --mtu M --delay D,
 # then allreduce_bench with every simulated algorithm (ring, rd, rab, ps; hier when R > 1) at
 # 64K,256K,1M,4M,16M,64M, ranks placed node by node (--map-by slot, as the simulator places
 # them), written to DIR/NxR-D.csv; the cluster comes down after each. Run it on a quiet
 # machine (the emulated links share its cores); RINGTRAIN_CLUSTER_ID keeps it apart.
 # ALLREDUCE_BENCH=PATH runs that allreduce_bench instead of this tree's build. --mtu: the links' MTU
-# (default 9000, cluster.sh's, as in the first fidelity run; issue 22 asks for 1500).
+# (default 9000, cluster.sh's, as in the first fidelity run; issue 22 asks for 1500). --link-rate:
+# the links' tbf rate (default 1gbit, the rate of the committed grid; a grid at another rate needs
+# predictions made for it, allreduce_sim --link-gbit).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 layouts="6x1 8x1 4x2 2x4"
 delays="0 250us 1ms"
 burst=128kb
 mtu=9000
+link_rate=1gbit
 out=$root/build/bench/sim-fidelity
 predictions=$root/docs/benchmarks/allreduce-sim-fidelity-predictions.csv
 compare_only=0
@@ -32,6 +36,7 @@ while [[ $# -gt 0 ]]; do
     --delays) delays=$2; shift 2 ;;
     --burst) burst=$2; shift 2 ;;
     --mtu) mtu=$2; shift 2 ;;
+    --link-rate) link_rate=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --predictions) predictions=$2; shift 2 ;;
     --compare-only) compare_only=1; shift ;;
@@ -49,7 +54,7 @@ measure() {
   local algos=ring,rd,rab,ps
   ((per_node > 1)) && algos=$algos,hier
   local csv=$out/$layout-$delay.csv
-  "$cluster" up --nodes "$nodes" --slots "$per_node" --link-rate 1gbit --burst "$burst" --mtu "$mtu" --delay "$delay"
+  "$cluster" up --nodes "$nodes" --slots "$per_node" --link-rate "$link_rate" --burst "$burst" --mtu "$mtu" --delay "$delay"
   trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
   "$cluster" run --np $((nodes * per_node)) --map-by slot -- "$bench" --algo "$algos" \
     --sizes 64K,256K,1M,4M,16M,64M --warmup 1 --iters 3 --repeats 3 --csv "$csv"
