@@ -42,8 +42,15 @@ usage)
   for f in --mode --servers --max-staleness --straggler-ms; do grep -q -- "$f" "$work/help" || fail "--help lacks $f"; done
   ;;
 run_dir)
-  "${mpi[@]}" -np 3 "$bin" train "${data[@]}" --epochs 2 --max-staleness 1 --run-dir "$work/run" --checkpoint-every 1 \
-    || fail "training failed"
+  # --lr 0.01 --momentum 0.5, not the data's 0.02 and the default 0.9: stale gradients add
+  # momentum of their own (the delay acts like it), and with 0.9 on top some interleavings
+  # diverge or collapse to chance. Measured 2026-11-26, 2 epochs, mostly with 2 busy-looping
+  # processes beside the run: at 0.02 / 0.9 the final test accuracy was 0.085-0.515 in 8 of
+  # 41 runs (AddressSanitizer and Release builds, 512 and 1024 samples; CI failed on one at
+  # 0.165); at 0.01 / 0.5 it was 1.000 in 24 of 24 (12 AddressSanitizer runs of this case,
+  # the first epoch 0.965-1.000, and 12 Release runs with 1024 samples).
+  "${mpi[@]}" -np 3 "$bin" train "${data[@]}" --lr 0.01 --momentum 0.5 --epochs 2 --max-staleness 1 \
+    --run-dir "$work/run" --checkpoint-every 1 || fail "training failed"
   "$bin" inspect "$work/run/checkpoints/ckpt-000000064.rtck" > /dev/null || fail "no loadable checkpoint at step 64"
   $py - "$work/run" <<'PY' || fail "run directory contents"
 import csv, json, sys, pathlib
@@ -58,10 +65,11 @@ assert s["ranks"][0]["updates"] == 64 and s["ranks"][0]["updates_per_s"] > 0
 assert sum(r["steps"] for r in s["ranks"][1:]) == 64 and all(r["steps_per_s"] > 0 for r in s["ranks"][1:])
 rows = list(csv.DictReader(open(d / "metrics.csv")))
 # The model learns. How far it gets depends on how the workers' pushes interleave, which
-# timing decides (measured after 2 epochs: test accuracy 0.83-1.0 in Release builds, 0.31
-# under AddressSanitizer), so the bar is twice chance and a falling training loss.
+# timing decides; with the settings above every measured run reached 1.000 after 2 epochs
+# (see the command), so the bar, five times chance and a falling training loss, leaves a
+# wide margin for interleavings not seen.
 assert [int(r["epoch"]) for r in rows] == [1, 2], rows
-assert float(rows[1]["train_loss"]) < float(rows[0]["train_loss"]) and float(rows[1]["test_accuracy"]) >= 0.2, rows
+assert float(rows[1]["train_loss"]) < float(rows[0]["train_loss"]) and float(rows[1]["test_accuracy"]) >= 0.5, rows
 steps = [json.loads(l) for l in open(d / "rank-1.jsonl") if '"type":"step"' in l]
 assert steps and all("staleness" in x and "delay" in x for x in steps)
 PY
