@@ -19,15 +19,17 @@ in brackets) and the median of the per-round ratios K / 0, with `uptime`'s load 
 after (on a shared machine the load moves single runs; the ratio of two runs of one round is
 steadier than either). Because a loaded machine can hide a few percent
 in that noise, it also prints the snapshots' own cost from summary.json, which load hardly
-moves: the main thread's CPU seconds on them (`step_path_cpu_s`, on the step's path) plus
-the snapshot thread's (`thread_cpu_s`) per step, as a share of the K = 0 step time: the
-overhead if every cycle of the snapshot thread were taken from the training (an upper bound
+moves: the main thread's CPU seconds on them at the snapshot steps (`step_path_cpu_s`, on the
+step's path) plus the snapshot thread's (`thread_cpu_s`) per step, as a share of the K = 0
+step time: the overhead if every cycle of the snapshot thread were taken from the training (an upper bound
 on one host whose cores the ranks fill; with a spare core only the main thread's part), and
 how many snapshots the optimizer update captured (`captured_in_update`: then the capture's
 CPU is in the update's, the optimizer phase, and in neither figure), how many optimizer
 updates waited for the snapshot thread's copy of the parameters (`fence_waits`: when the
 update did not capture, the copy runs during the next step's forward and backward), and
-rank 0's snapshots sent to the next node and received from the previous one.
+rank 0's traffic with its neighbour nodes: its snapshots that the next node's own snapshot
+of the step was found to replicate (`replicated_on_next_node`, "-" for binaries from before
+the digests), those it sent whole, and the whole copies it received.
 Needs root for --cluster (network namespaces).
 
   scripts/bench/snapshot_overhead.py --models lenet5,mlp --np 2 --every 10 --rounds 3
@@ -185,7 +187,7 @@ def report(args, models, times, allreduce, costs, snaps):
                   f"{1e3 * statistics.median(allreduce[(m, b, 0)]):.2f} / "
                   f"{1e3 * statistics.median(allreduce[(m, b, args.every)]):.2f} |")
     print(f"\n| model | binary | snapshot bytes | written / skipped / captured in the update / optimizer waits on the "
-          f"copy / sent to next node / received (rank 0, last run) | CPU ms per step: main thread (step path) "
+          f"copy / replicated on the next node / sent to it whole / received whole (rank 0, last run) | CPU ms per step: main thread (step path) "
           f"+ snapshot thread, median of runs | as share of the K=0 step: main / main + thread |")
     print("|---|---|---|---|---|---|")
     for m in models:
@@ -195,8 +197,8 @@ def report(args, models, times, allreduce, costs, snaps):
             thread_ms = statistics.median(c[1] for c in costs[(m, b)])
             step = statistics.median(times[(m, b, 0)])
             counts = [snap.get(key, "-") for key in  # "-": a binary from before that count
-                      ("written", "skipped", "captured_in_update", "fence_waits", "sent_to_next_node",
-                       "received_from_previous_node")]
+                      ("written", "skipped", "captured_in_update", "fence_waits", "replicated_on_next_node",
+                       "sent_to_next_node", "received_from_previous_node")]
             print(f"| {m} | {b} | {snap['bytes']} | {' / '.join(str(c) for c in counts)} | "
                   f"{1e3 * main_ms:.3f} + {1e3 * thread_ms:.3f} | "
                   f"{100 * main_ms / step:.2f}% / {100 * (main_ms + thread_ms) / step:.2f}% |")
