@@ -127,16 +127,18 @@ CheckpointLayout layout_of(const Payloads& payloads) {
 
 void Checkpoint::seal(std::span<std::byte> image, const CheckpointLayout& layout) { seal(image, layout, {}); }
 
-void Checkpoint::seal(std::span<std::byte> image, const CheckpointLayout& layout, const KnownCrcs& known) {
+Checkpoint::SectionCrcs Checkpoint::seal(std::span<std::byte> image, const CheckpointLayout& layout,
+                                         const KnownCrcs& known) {
   if (image.size() != layout.total) {
     throw std::invalid_argument(fmt::format("Checkpoint::seal: image of {} bytes, layout of {}", image.size(),
                                             layout.total));
   }
-  std::array<std::uint32_t, CheckpointLayout::kSections> crcs{};  // first: the sections are the bulk of the bytes
+  SectionCrcs crcs{};  // first: the sections are the bulk of the bytes
   for (std::size_t i = 0; i < crcs.size(); ++i) {
     crcs[i] = known[i] ? *known[i] : crc32_of(image.subspan(layout.offset[i], layout.size[i]));
   }
   write_header(image.first(layout.offset[0]), layout, crcs);
+  return crcs;
 }
 
 void Checkpoint::serialize_into(const CheckpointData& data, std::vector<std::byte>& out) {

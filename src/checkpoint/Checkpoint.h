@@ -59,9 +59,11 @@ class Checkpoint {
   static void seal(std::span<std::byte> image, const CheckpointLayout& layout);
   // The same, with the CRC32s of the sections whose entry is set already known (a RAM
   // snapshot computes its state's while it is still in cache: SnapshotWriter.h); the others
-  // are computed here.
+  // are computed here. Returns every section's CRC32 as written to the section table (what
+  // a snapshot's digest for the previous node is made of: SnapshotDigest.h).
   using KnownCrcs = std::array<std::optional<std::uint32_t>, CheckpointLayout::kSections>;
-  static void seal(std::span<std::byte> image, const CheckpointLayout& layout, const KnownCrcs& known);
+  using SectionCrcs = std::array<std::uint32_t, CheckpointLayout::kSections>;
+  static SectionCrcs seal(std::span<std::byte> image, const CheckpointLayout& layout, const KnownCrcs& known);
 
   // Serialises to the on-disk byte layout.
   static std::vector<std::byte> serialize(const CheckpointData& data);

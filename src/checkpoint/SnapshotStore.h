@@ -4,7 +4,8 @@
 // RunCheckpoint.h chooses among what the ranks see).
 //
 //   <root>/node-<k>-of-<n>/snap-<step>.rtck               node k's own snapshot
-//   <root>/node-<k>-of-<n>/from-node-<j>/snap-<step>.rtck  the copy node j sent to node k
+//   <root>/node-<k>-of-<n>/from-node-<j>/snap-<step>.rtck  a whole copy node j sent to node k
+//                                                         (where k's own differed: SnapshotWriter.h)
 //
 // Files are named by the node that holds them, so emulated nodes that share one /dev/shm
 // never write the same file. A file is a checkpoint (Checkpoint.h: sections with CRC32s),
@@ -31,7 +32,7 @@ std::filesystem::path default_snapshot_root(const std::filesystem::path& run_dir
 
 // node-<k>-of-<n>: what node k of n holds.
 std::filesystem::path snapshot_node_dir(const std::filesystem::path& root, int node, int nodes);
-// <node dir>/from-node-<j>: the copies node j sent to this node.
+// <node dir>/from-node-<j>: the whole copies node j sent to this node.
 std::filesystem::path snapshot_peer_dir(const std::filesystem::path& node_dir, int from_node);
 // snap-<step, 9 digits>.rtck
 std::string snapshot_file_name(std::int64_t step);

@@ -1,5 +1,5 @@
-// RAM snapshots: the copy at the step boundary, the snapshot thread, the copies to the next
-// node (SnapshotWriter.h).
+// RAM snapshots: the copy at the step boundary, the snapshot thread, the digests to the
+// previous node and the whole copies to the next (SnapshotWriter.h).
 #include "checkpoint/SnapshotWriter.h"
 
 #include <pthread.h>
@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "checkpoint/Crc32.h"
+#include "checkpoint/SnapshotDigest.h"
 #include "checkpoint/SnapshotStore.h"
 #include "checkpoint/StreamCopy.h"
 #include "collectives/PeerChannel.h"
@@ -27,8 +29,15 @@
 namespace ringtrain {
 namespace {
 
-constexpr int kTagSnapshot = 1;  // a serialised snapshot
-constexpr int kTagEnd = 2;       // no more snapshots from this sender (finish())
+// Whole snapshots travel to the next node, digests to the previous one (SnapshotWriter.h).
+constexpr int kTagSnapshot = 1;    // a serialised snapshot
+constexpr int kTagEnd = 2;         // no more snapshots from this sender (finish())
+constexpr int kTagDigest = 3;      // a SnapshotDigest of the sender's own snapshot of a step
+constexpr int kTagDigestEnd = 4;   // no more digests from this sender (finish())
+
+// This node's own digests kept to compare the next node's with (those come within a
+// snapshot or two of their step).
+constexpr std::size_t kDigestHistory = 8;
 
 
 // The snapshot thread runs at SCHED_BATCH: its wake-up does not preempt a running thread,
@@ -78,6 +87,15 @@ std::int64_t positive_from_env(const char* name) {
   char* end = nullptr;
   const long long n = std::strtoll(v, &end, 10);
   return *end == '\0' && n > 0 ? n : -1;
+}
+
+// A test hook's node number (SnapshotWriter.h): a number >= 0, or -1.
+int node_from_env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return *end == '\0' && n >= 0 && n < 1 << 20 ? static_cast<int>(n) : -1;
 }
 
 // RINGTRAIN_TEST_SNAPSHOT_SKIP (SnapshotWriter.h): a comma-separated list of parts of a
@@ -141,6 +159,7 @@ SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, i
     slow_copy_ms_ = static_cast<int>(std::min<std::int64_t>(slow, 60000));  // -1 when unset: off
     crc_on_thread_ = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_CRC_ON_THREAD") > 0;
     copy_on_thread_ = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD") > 0;
+    alter_ = node_from_env("RINGTRAIN_TEST_SNAPSHOT_ALTER_NODE") == place_.node;
   }
   // The channel's communicator is made (and freed) by every rank, as MPI wants; the
   // leaders use it.
@@ -148,10 +167,12 @@ SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, i
     peer_ = std::make_unique<PeerChannel>(comm);
     exchanges_ = leader_;
     next_leader_ = place_.leader_of((place_.node + 1) % place_.nodes);
+    previous_leader_ = place_.leader_of((place_.node + place_.nodes - 1) % place_.nodes);
   }
-  // Every snapshot file this leader will write, made ready before the first step at the
-  // one size they all have (the previous node's copies too: the same run's state and
-  // metadata).
+  // Every own snapshot file this leader will write, made ready before the first step at the
+  // one size they all have. Not the previous node's copies: one comes only when that node's
+  // snapshot and this node's differ (SnapshotWriter.h), and its directory and files are
+  // made by the first one (on the snapshot thread), so a run whose nodes agree has none.
   const std::size_t file_bytes = Checkpoint::layout(meta_room_, state_bytes, 0, 0).total;
   if (leader_) {
     own_slots_ = std::make_unique<SnapshotSlots>(own_dir(), keep_);
@@ -160,7 +181,6 @@ SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, i
   if (exchanges_) {
     const int from = (place_.node + place_.nodes - 1) % place_.nodes;
     peer_slots_ = std::make_unique<SnapshotSlots>(snapshot_peer_dir(own_dir(), from), keep_);
-    prepare_all(*peer_slots_, file_bytes);
   }
   thread_ = std::thread([this] { loop(); });
 }
@@ -176,6 +196,7 @@ SnapshotWriter::~SnapshotWriter() {
   // touch these buffers until MPI_Abort ends the process, so they are left to it.
   if (send_request_ != MPI_REQUEST_NULL) (void)new std::vector<std::byte>(std::move(sending_));
   if (receive_request_ != MPI_REQUEST_NULL) (void)new std::vector<std::byte>(std::move(receiving_));
+  if (digest_request_ != MPI_REQUEST_NULL) (void)new std::vector<std::byte>(std::move(digest_sending_));
 }
 
 std::filesystem::path SnapshotWriter::own_dir() const { return snapshot_node_dir(root_, place_.node, place_.nodes); }
@@ -358,6 +379,7 @@ SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const fl
     std::lock_guard lock(mutex_);
     if (writing_) {
       ++stats_.skipped;
+      if (exchanges_) record_own_digest(SnapshotDigest{step, false, 0, {}});  // none of this step here
       return Taken::kBusy;
     }
   }
@@ -379,10 +401,14 @@ SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const fl
     warn_(fmt::format("snapshot at step {} not written ({}); the previous one stays", step, e.what()));
     std::lock_guard lock(mutex_);
     ++stats_.failed;
+    if (exchanges_) record_own_digest(SnapshotDigest{step, false, 0, {}});
     return Taken::kFailed;
   }
   Checkpoint::KnownCrcs known = captured ? captured_crcs() : Checkpoint::KnownCrcs{};
   if (skip_crc_) known = {0u, 0u, 0u, 0u};  // measurements only: it does not read back
+  // The metadata's part of the digest for the previous node (SnapshotDigest.h): a few
+  // microseconds of the main thread's, which holds the Json.
+  const std::uint32_t meta_crc = exchanges_ ? state_meta_crc(meta) : 0;
   {
     std::lock_guard lock(mutex_);
     writing_ = true;
@@ -394,32 +420,64 @@ SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const fl
     }
   }
   // Ahead of any received copy still queued: the next optimizer update may wait for its copy.
-  post([this, step, captured, known] { write_own(step, !captured, known); }, /*first=*/true);
+  post([this, step, captured, known, meta_crc] { write_own(step, !captured, known, meta_crc); }, /*first=*/true);
   return Taken::kYes;
 }
 
-void SnapshotWriter::write_own(std::int64_t step, bool copy, Checkpoint::KnownCrcs known) {
+void SnapshotWriter::write_own(std::int64_t step, bool copy, Checkpoint::KnownCrcs known, std::uint32_t meta_crc) {
   if (slow_copy_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_copy_ms_));
   if (copy) copy_sources();  // first: the main thread's next optimizer update waits for it (fence())
-  bool ok = true;
+  SnapshotDigest digest{step, false, 0, {}};
   try {
     if (step == kill_at_) die_while_sealing(image_, layout_);
-    Checkpoint::seal(image_, layout_, known);
+    if (alter_ && layout_.size[1] > 0) {  // the test hook: other bytes than the other nodes'
+      image_[layout_.offset[1]] ^= std::byte{1};
+      known[1].reset();
+    }
+    const Checkpoint::SectionCrcs crcs = Checkpoint::seal(image_, layout_, known);
     own_slots_->commit(step);
     prepare_next(*own_slots_, layout_.total);
-    // A newer one replaces one not yet sent; copied here, outside the lock the main thread
-    // takes every step, into memory used before.
-    if (exchanges_) copy_.assign(image_.begin(), image_.end());
+    digest = {step, true, layout_.size[1] + layout_.size[2] + layout_.size[3], {meta_crc, crcs[1], crcs[2], crcs[3]}};
   } catch (const std::exception& e) {  // the rename failed: this one is lost, training goes on
-    ok = false;
     own_slots_->abandon();
     warn_(fmt::format("snapshot at step {} not written ({}); the previous one stays", step, e.what()));
   }
   std::lock_guard lock(mutex_);
   writing_ = false;
   stats_.bytes = static_cast<std::int64_t>(layout_.total);
-  (ok ? stats_.written : stats_.failed) += 1;
-  if (exchanges_ && ok) outgoing_.swap(copy_);
+  (digest.held ? stats_.written : stats_.failed) += 1;
+  if (exchanges_) record_own_digest(digest);
+}
+
+void SnapshotWriter::record_own_digest(const SnapshotDigest& digest) {
+  own_digests_.push_back(digest);
+  if (own_digests_.size() > kDigestHistory) own_digests_.pop_front();
+  digests_out_.push_back(digest);
+}
+
+void SnapshotWriter::compare_with_next(const SnapshotDigest& next) {
+  std::optional<SnapshotDigest> own;
+  {
+    std::lock_guard lock(mutex_);
+    for (const SnapshotDigest& d : own_digests_) {
+      if (d.step == next.step) own = d;
+    }
+    if (!own || !own->held) return;  // nothing of this node's at that step to replicate
+    if (own->same_state(next)) {     // the next node's own snapshot is the copy
+      ++stats_.replicated;
+      return;
+    }
+  }
+  // The next node holds other bytes, or none of that step: this node's snapshot goes whole
+  // (its file is kept until two newer ones are committed, and only this thread commits).
+  const std::filesystem::path path = own_slots_->dir() / snapshot_file_name(next.step);
+  try {
+    std::vector<std::byte> bytes = Checkpoint::read_file(path);
+    std::lock_guard lock(mutex_);
+    outgoing_.swap(bytes);  // a newer one replaces one not yet sent
+  } catch (const std::exception& e) {
+    warn_(fmt::format("snapshot at step {} not sent to the next node, whose own differs ({})", next.step, e.what()));
+  }
 }
 
 void SnapshotWriter::write_received(const std::vector<std::byte>& bytes, int from) {
@@ -442,8 +500,23 @@ void SnapshotWriter::write_received(const std::vector<std::byte>& bytes, int fro
 
 void SnapshotWriter::progress() {
   if (!exchanges_) return;
+  progress_digests();
   progress_send();
   progress_receive();
+}
+
+void SnapshotWriter::progress_digests() {
+  if (!peer_->test(&digest_request_)) return;
+  SnapshotDigest digest;
+  {
+    std::lock_guard lock(mutex_);
+    if (digests_out_.empty()) return;
+    digest = digests_out_.front();
+    digests_out_.pop_front();
+  }
+  const auto bytes = digest.encode();
+  digest_sending_.assign(bytes.begin(), bytes.end());
+  digest_request_ = peer_->isend(digest_sending_, previous_leader_, kTagDigest);
 }
 
 void SnapshotWriter::progress_send() {
@@ -454,6 +527,28 @@ void SnapshotWriter::progress_send() {
   outgoing_.clear();
   send_request_ = peer_->isend(sending_, next_leader_, kTagSnapshot);
   ++stats_.sent;
+}
+
+bool SnapshotWriter::receive_small(const PeerChannel::Arrival& arrival) {
+  switch (arrival.tag) {
+    case kTagEnd:
+      peer_->receive(arrival, {});
+      end_received_ = true;
+      return true;
+    case kTagDigestEnd:
+      peer_->receive(arrival, {});
+      digests_end_received_ = true;
+      return true;
+    case kTagDigest: {
+      std::vector<std::byte> bytes(arrival.bytes);
+      peer_->receive(arrival, bytes);
+      const SnapshotDigest next = SnapshotDigest::decode(bytes);
+      post([this, next] { compare_with_next(next); });  // after this node's own of that step
+      return true;
+    }
+    default:
+      return false;
+  }
 }
 
 void SnapshotWriter::progress_receive() {
@@ -470,16 +565,14 @@ void SnapshotWriter::progress_receive() {
       spare_received_.push_back(std::move(*bytes));
     });
   }
-  const auto arrival = peer_->probe();
-  if (!arrival) return;
-  if (arrival->tag == kTagEnd) {
-    peer_->receive(*arrival, {});
-    end_received_ = true;
-    return;
-  }
-  // A buffer a received copy was written from, if the snapshot thread is done with one: the
-  // copies of a run have one size (SnapshotWriter.h), so after the first two copies no
-  // receive allocates or zeroes memory.
+  std::optional<PeerChannel::Arrival> arrival;
+  do {
+    arrival = peer_->probe();
+    if (!arrival) return;
+  } while (receive_small(*arrival));
+  // A whole snapshot. A buffer a received copy was written from, if the snapshot thread is
+  // done with one: the copies of a run have one size (SnapshotWriter.h), so after the first
+  // two copies no receive allocates or zeroes memory.
   {
     std::lock_guard lock(mutex_);
     if (!spare_received_.empty()) {
@@ -491,24 +584,34 @@ void SnapshotWriter::progress_receive() {
   receive_request_ = peer_->ireceive(*arrival, receiving_);
 }
 
-void SnapshotWriter::finish() {
-  wait_idle();  // every own snapshot written, the newest in outgoing_
-  if (!exchanges_) return;
-  for (int idle = 0;; ++idle) {
-    progress_send();
-    bool nothing_left = false;
-    {
-      std::lock_guard lock(mutex_);
-      nothing_left = outgoing_.empty() && send_request_ == MPI_REQUEST_NULL;
-    }
-    if (nothing_left && !end_sent_) {
-      send_request_ = peer_->isend({}, next_leader_, kTagEnd);
-      end_sent_ = true;
-    }
-    if (!end_received_ || receive_request_ != MPI_REQUEST_NULL) progress_receive();
-    if (end_sent_ && peer_->test(&send_request_) && end_received_ && receive_request_ == MPI_REQUEST_NULL) break;
-    PeerChannel::back_off(idle);
+bool SnapshotWriter::finish_round() {
+  progress_digests();
+  bool digests_left = false, copies_left = false;
+  {
+    std::lock_guard lock(mutex_);
+    digests_left = !digests_out_.empty();
+    copies_left = !outgoing_.empty() || pending_ > 0;  // a comparison may still ask for one
   }
+  if (!digests_left && digest_request_ == MPI_REQUEST_NULL && !digests_end_sent_) {
+    digest_request_ = peer_->isend({}, previous_leader_, kTagDigestEnd);
+    digests_end_sent_ = true;
+  }
+  progress_send();
+  // Every whole copy the next node's digests call for is known once they have ended (they
+  // come in order, before their end) and the snapshot thread has compared them all.
+  if (digests_end_received_ && !copies_left && send_request_ == MPI_REQUEST_NULL && !end_sent_) {
+    send_request_ = peer_->isend({}, next_leader_, kTagEnd);
+    end_sent_ = true;
+  }
+  if (!end_received_ || !digests_end_received_ || receive_request_ != MPI_REQUEST_NULL) progress_receive();
+  return digests_end_sent_ && peer_->test(&digest_request_) && end_sent_ && peer_->test(&send_request_) &&
+         end_received_ && digests_end_received_ && receive_request_ == MPI_REQUEST_NULL;
+}
+
+void SnapshotWriter::finish() {
+  wait_idle();  // every own snapshot written, its digest queued
+  if (!exchanges_) return;
+  for (int idle = 0; !finish_round(); ++idle) PeerChannel::back_off(idle);
   wait_idle();  // the copies received written
 }
 
@@ -524,6 +627,7 @@ Json SnapshotWriter::stats_json() const {
   j.set("written", s.written);
   j.set("skipped", s.skipped);
   j.set("failed", s.failed);
+  j.set("replicated_on_next_node", s.replicated);
   j.set("sent_to_next_node", s.sent);
   j.set("received_from_previous_node", s.received);
   j.set("bytes", s.bytes);

@@ -1,9 +1,27 @@
 // RAM snapshots of a synchronous run (--snapshot-every K, issue 23): every K steps each
 // node's leader writes the training state straight into a mapped snapshot file
 // (SnapshotSlots.h), and a thread of its own finishes the CRC32s, seals the file and renames
-// it into place in its node's snapshot directory (SnapshotStore.h), keeping the newest two; the same bytes go to the next node's leader
-// (node order, wrapping), which keeps them as that node's copy. The parameters are
-// replicated, so one writer per node is enough.
+// it into place in its node's snapshot directory (SnapshotStore.h), keeping the newest two.
+// The parameters are replicated, so one writer per node is enough.
+//
+// Replication: losing any one node must leave its snapshot on the survivors, so each node's
+// snapshot of a step needs a copy on the next node (node order, wrapping). In a synchronous
+// run the next node's own snapshot of that step already is one: the all-reduce leaves every
+// rank with the same parameters and optimizer state, bit for bit, and a snapshot's buffers
+// are the same on every node too (their mean over the ranks, or each logical shard's). So a
+// leader does not send its 2 x parameters' bytes over the link the all-reduce fills (mlp: 12
+// MB per snapshot, a fifth of ten steps' ring traffic at np 2); it sends the previous node a
+// SnapshotDigest of its own snapshot (the step and the CRC32s of the sealed parameters,
+// buffers and optimizer state, and of the metadata's training position without the per-node
+// wall-clock times and paths: SnapshotDigest.h), or a digest saying it has none of that step
+// (skipped while busy, or not written). The previous node compares it on its snapshot thread
+// with its own digest of the step: equal, and its snapshot counts as replicated
+// (Stats::replicated); different or missing, and it sends its own snapshot file whole, as
+// every snapshot went before, which the next node checks (every CRC) and keeps as its copy
+// (from-node-<j>/). Either way the next node holds, complete and checksummed, a snapshot
+// with this node's training state of that step, so resuming from it ends with the same bits.
+// A digest is 40 bytes; a CRC32 match stands for equal bytes (sections that differ by a
+// fault are caught with probability 1 - 2^-32 each).
 //
 // Off the step's critical path, or as little of it as can be: the parameters and the
 // optimizer state, nearly all of the bytes, are captured by the optimizer update of the
@@ -20,11 +38,14 @@
 // nothing writes them before that step's optimizer update, and the caller calls fence()
 // before it (and before any other write of them), which returns at once unless the thread
 // is still copying. Checksumming the rest, sealing and renaming run on the snapshot
-// thread, which never calls MPI. The copy to the next node travels on a PeerChannel (its own communicator: its messages never match
-// the all-reduce's) with non-blocking sends and receives that the main thread posts and
-// tests at step boundaries, where the communication thread is idle (MPI_THREAD_SERIALIZED
-// allows one thread in MPI at a time); MPI moves the bytes during the next steps' calls.
-// Nothing but fence() waits on a snapshot before finish().
+// thread, which never calls MPI. The digests (to the previous node) and whole copies (to the
+// next) travel on a PeerChannel (its own communicator: its messages never match the
+// all-reduce's) with non-blocking sends and receives that the main thread posts and tests at
+// step boundaries, where the communication thread is idle (MPI_THREAD_SERIALIZED allows one
+// thread in MPI at a time); MPI moves the bytes during the next steps' calls. Nothing but
+// fence() waits on a snapshot before finish(), which delivers every digest and every copy
+// they call for (each leader ends its digests with a marker, then its copies once the next
+// node's digests have ended and been compared).
 //
 // For tests only: RINGTRAIN_TEST_SNAPSHOT_KILL_AT=<step> in a leader's environment makes its
 // snapshot thread SIGKILL the process halfway through sealing the snapshot of that step
@@ -40,7 +61,11 @@
 // CRC32s computed by the snapshot thread from the file, not by capture() from cache) and
 // RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD=1 (no capture in the update: the thread's copy): for
 // measuring what each part of a snapshot costs the step (scripts/bench/snapshot_overhead.py
-// --env); with SKIP, snapshots do not hold the step's state or do not read back.
+// --env); with SKIP, snapshots do not hold the step's state or do not read back (with "crc"
+// every node's digests are zeros and match). RINGTRAIN_TEST_SNAPSHOT_ALTER_NODE=<node>: that
+// node's leader flips a bit of the first parameter in its own snapshots before sealing them
+// (so they are complete, checksummed, and hold other bytes than the other nodes'), for tests
+// that the previous node does not count them as its copy and sends its own whole.
 #pragma once
 
 #include <atomic>
@@ -57,14 +82,14 @@
 #include <vector>
 
 #include "checkpoint/Checkpoint.h"
+#include "checkpoint/SnapshotDigest.h"
 #include "checkpoint/SnapshotSlots.h"
 #include "collectives/Communicator.h"
 #include "collectives/Mpi.h"
+#include "collectives/PeerChannel.h"
 #include "common/Json.h"
 
 namespace ringtrain {
-
-class PeerChannel;
 
 class SnapshotWriter {
  public:
@@ -72,8 +97,9 @@ class SnapshotWriter {
     std::int64_t written = 0;        // own snapshots complete on this node
     std::int64_t skipped = 0;        // due while the previous one was still being written
     std::int64_t failed = 0;         // own or received copies not written (the previous ones stay)
-    std::int64_t sent = 0;           // copies sent to the next node
-    std::int64_t received = 0;       // copies from the previous node written here
+    std::int64_t replicated = 0;     // own snapshots the next node's own one of that step replicates (equal digests)
+    std::int64_t sent = 0;           // whole copies sent to the next node (its own of that step differed, or none)
+    std::int64_t received = 0;       // whole copies from the previous node written here
     std::int64_t bytes = 0;          // size of the last snapshot
     std::int64_t captured = 0;       // own snapshots whose state the optimizer update captured (arm())
     double thread_cpu_seconds = 0.0;  // CPU time of the snapshot thread (copies, CRC, seal, rename)
@@ -149,12 +175,12 @@ class SnapshotWriter {
   void fence() {
     if (copying_.load(std::memory_order_acquire)) wait_for_copy();
   }
-  // Every rank, every step boundary (cheap: a test or probe): moves the copies along.
-  // Nothing to do unless exchanges(): a node leader with a next node.
+  // Every rank, every step boundary (cheap: a test or probe): moves the digests and copies
+  // along. Nothing to do unless exchanges(): a node leader with a next node.
   void progress();
   bool exchanges() const noexcept { return exchanges_; }
-  // Collective, at the end of the run: every snapshot written, every copy delivered and
-  // written on the next node.
+  // Collective, at the end of the run: every snapshot written, every digest delivered and
+  // compared, every copy that called for delivered and written on the next node.
   void finish();
 
   Stats stats() const;
@@ -174,10 +200,20 @@ class SnapshotWriter {
   void capture_range(std::size_t offset, std::size_t count);
   bool finish_capture(std::size_t meta_bytes, std::size_t buffers_bytes);
   Checkpoint::KnownCrcs captured_crcs() const;
-  void write_own(std::int64_t step, bool copy, Checkpoint::KnownCrcs known);
+  void write_own(std::int64_t step, bool copy, Checkpoint::KnownCrcs known, std::uint32_t meta_crc);
   void write_received(const std::vector<std::byte>& bytes, int from);
+  // mutex_ held: keeps this node's digest of a step and queues it for the previous node.
+  void record_own_digest(const SnapshotDigest& digest);
+  // Snapshot thread: the next node's digest against this node's own of that step; queues
+  // this node's file whole for the next node unless they hold the same state.
+  void compare_with_next(const SnapshotDigest& next);
+  void progress_digests();
   void progress_send();
   void progress_receive();
+  // A digest or an end marker, received and handled; false for a whole snapshot (left to
+  // progress_receive()'s non-blocking receive).
+  bool receive_small(const PeerChannel::Arrival& arrival);
+  bool finish_round();  // finish(): one poll of everything; true when all is delivered
 
   Communicator& comm_;
   std::filesystem::path root_;
@@ -186,8 +222,9 @@ class SnapshotWriter {
   NodePlace place_;
   bool leader_ = false;
   std::unique_ptr<PeerChannel> peer_;  // with more than one node
-  bool exchanges_ = false;             // a leader with a next node: sends and receives copies
+  bool exchanges_ = false;             // a leader with a next node: sends and receives digests and copies
   int next_leader_ = -1;
+  int previous_leader_ = -1;
 
   // The snapshot thread's queue.
   mutable std::mutex mutex_;
@@ -198,7 +235,9 @@ class SnapshotWriter {
   bool stopping_ = false;
   bool writing_ = false;             // the own snapshot in image_ is not sealed yet
   bool warming_ = false;             // warm()'s task has own_slots_ (idle_ when it ends)
-  std::vector<std::byte> outgoing_;  // serialised, waiting to be sent (newest only)
+  std::vector<std::byte> outgoing_;  // a whole own snapshot, waiting to be sent (newest only)
+  std::deque<SnapshotDigest> own_digests_;  // this node's newest (kDigestHistory), for compare_with_next()
+  std::deque<SnapshotDigest> digests_out_;  // waiting to be sent to the previous node
   // Receive buffers the snapshot thread has written to a file, for the next receive.
   std::vector<std::vector<std::byte>> spare_received_;
   Stats stats_;
@@ -216,6 +255,7 @@ class SnapshotWriter {
   std::span<const float> params_;           // the caller's, read by the snapshot thread until
   std::span<const float> optimizer_state_;  // copying_ is cleared
   std::int64_t kill_at_ = -1;  // RINGTRAIN_TEST_SNAPSHOT_KILL_AT
+  bool alter_ = false;         // RINGTRAIN_TEST_SNAPSHOT_ALTER_NODE names this leader's node
   int slow_copy_ms_ = 0;       // RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS
   bool skip_copy_ = false;     // RINGTRAIN_TEST_SNAPSHOT_SKIP
   bool skip_crc_ = false;
@@ -240,8 +280,7 @@ class SnapshotWriter {
   std::vector<std::uint32_t> plane_crcs_;
 
   // Snapshot thread only.
-  std::unique_ptr<SnapshotSlots> peer_slots_;  // the copies from the previous node
-  std::vector<std::byte> copy_;                // the newest own snapshot, before it is outgoing_
+  std::unique_ptr<SnapshotSlots> peer_slots_;  // the whole copies from the previous node
 
   // Main thread only.
   std::vector<std::byte> sending_;
@@ -250,6 +289,10 @@ class SnapshotWriter {
   MPI_Request receive_request_ = MPI_REQUEST_NULL;
   bool end_sent_ = false;
   bool end_received_ = false;
+  std::vector<std::byte> digest_sending_;
+  MPI_Request digest_request_ = MPI_REQUEST_NULL;
+  bool digests_end_sent_ = false;
+  bool digests_end_received_ = false;
 
   std::thread thread_;  // last: started once the state above exists
 };

@@ -19,6 +19,7 @@
 
 #include "checkpoint/Checkpoint.h"
 #include "checkpoint/Crc32.h"
+#include "checkpoint/SnapshotDigest.h"
 #include "checkpoint/SnapshotSlots.h"
 #include "checkpoint/SnapshotStore.h"
 #include "checkpoint/SnapshotWriter.h"
@@ -649,4 +650,64 @@ TEST_CASE("SnapshotWriter::warm rewrites only the spare files, once; the snapsho
   CHECK_FALSE(all_zero(spares()[0]));
   CHECK(writer.stats().written == 4);
   CHECK(writer.stats().skipped == 0);
+}
+
+TEST_CASE("Checkpoint::seal returns the CRC32s it writes to the section table") {
+  CheckpointData d = sample();
+  std::vector<std::byte> bytes = Checkpoint::serialize(d);
+  const std::string text = d.meta.dump(2);
+  const CheckpointLayout l = Checkpoint::layout(text.size(), 4 * d.params.size(), 4 * d.buffers.size(),
+                                                4 * d.optimizer_state.size());
+  REQUIRE(l.total == bytes.size());
+  const Checkpoint::SectionCrcs crcs = Checkpoint::seal(bytes, l, {});
+  for (std::size_t i = 0; i < CheckpointLayout::kSections; ++i) {
+    INFO("section " << i);
+    CHECK(crcs[i] == checkpoint_crc32(std::span<const std::byte>(bytes).subspan(l.offset[i], l.size[i])));
+  }
+  // A section's CRC given as known is returned as given (and written: the file then fails to verify).
+  Checkpoint::KnownCrcs known{};
+  known[1] = crcs[1] ^ 1u;
+  CHECK(Checkpoint::seal(bytes, l, known)[1] == (crcs[1] ^ 1u));
+  CHECK_THROWS_WITH(Checkpoint::verify(bytes, "x.rtck"), Contains("params"));
+}
+
+TEST_CASE("SnapshotDigest: round trip; the same state only with every field equal and both held") {
+  SnapshotDigest a{20, true, 12000, {1u, 2u, 3u, 4u}};
+  const auto bytes = a.encode();
+  const SnapshotDigest back = SnapshotDigest::decode(bytes);
+  CHECK(back.same_state(a));
+  CHECK(back.step == 20);
+  CHECK(back.state_bytes == 12000);
+  CHECK_THROWS(SnapshotDigest::decode(std::span<const std::byte>(bytes).first(bytes.size() - 1)));
+  for (int field = 0; field < 7; ++field) {
+    SnapshotDigest b = a;
+    if (field == 0) b.step = 30;
+    if (field == 1) b.held = false;
+    if (field == 2) b.state_bytes = 12004;
+    if (field >= 3) b.crc[static_cast<std::size_t>(field - 3)] ^= 0x100u;
+    INFO("field " << field);
+    CHECK(!a.same_state(b));
+    CHECK(!b.same_state(a));
+    CHECK(!SnapshotDigest::decode(b.encode()).same_state(a));
+  }
+  SnapshotDigest none{20, false, 0, {}};
+  CHECK(!none.same_state(none));  // no snapshot is no copy of one
+}
+
+TEST_CASE("state_meta_crc: the nodes' wall-clock times and config do not count, the training position does") {
+  const Json m = valid_meta();
+  const std::uint32_t crc = state_meta_crc(m);
+  auto changed = [&](const std::string& key, Json value) {
+    Json c = Json::object();
+    for (const auto& [k, v] : m.as_object()) c.set(k, k == key ? value : v);
+    return state_meta_crc(c);
+  };
+  CHECK(changed("elapsed_s", 99.0) == crc);
+  CHECK(changed("epoch_seconds", 1.5) == crc);
+  CHECK(changed("config", Json::object()) == crc);
+  for (const char* key : {"global_step", "epoch", "step_in_epoch", "epoch_loss_sum", "epoch_correct", "epoch_count",
+                          "optimizer_steps", "seed", "signature", "world_size", "batch_size", "lr"}) {
+    INFO(key);
+    CHECK(changed(key, 7777) != crc);
+  }
 }

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # A resume that only the next node's copy of a snapshot makes possible, on 2 emulated nodes
 # (cluster.sh: each node its own /dev/shm; root): lenet5 --logical-shards 2 at np 2 with a
-# RAM snapshot every 5 steps is stopped mid-epoch (SIGTERM -> exit 75, snapshots kept); node 0
-# fails (cluster.sh fail-node wipes its RAM: its own snapshots and its copies of node 1's)
-# and answers again empty; node 1's own snapshots are deleted as well, so the only complete
-# state left anywhere is node 1's copy of node 0's snapshots (from-node-0/). The relaunch at
-# np 2 with --resume auto must resume from that copy (read by rank 1 and broadcast to rank 0,
-# whose node holds nothing) and end bit-identical to an uninterrupted 1-rank run. Also: the
-# nodes' RAM directories exist while the cluster is up and `cluster.sh down` removes them.
-# Skips (exit 77) without root or network namespaces.
+# RAM snapshot every 5 steps is stopped mid-epoch (SIGTERM -> exit 75, snapshots kept). A
+# node sends its snapshot whole only when the next node's own snapshot of that step holds
+# other state (SnapshotWriter.h, "Replication"; otherwise that one is the copy), so node 1's
+# leader alters its own snapshots (the test hook RINGTRAIN_TEST_SNAPSHOT_ALTER_NODE=1): node 0
+# must find them different and send its own whole over the emulated link. Node 0 then fails
+# (cluster.sh fail-node wipes its RAM: its own snapshots and its copies of node 1's) and
+# answers again empty; node 1's own (altered) snapshots are deleted as well, so the only
+# complete state left anywhere is node 1's copy of node 0's snapshots (from-node-0/). The
+# relaunch at np 2 with --resume auto (no hook) must resume from that copy (read by rank 1
+# and broadcast to rank 0, whose node holds nothing) and end bit-identical to an
+# uninterrupted 1-rank run. Also: the nodes' RAM directories exist while the cluster is up
+# and `cluster.sh down` removes them. Skips (exit 77) without root or network namespaces.
 #   usage: test_snapshot_peer_cluster.sh RINGTRAIN_BINARY
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
@@ -29,9 +33,14 @@ train=(train --model lenet5 --dataset synthetic --synthetic-shape 1x28x28 --synt
   --no-tensorboard --quiet --snapshot-every 5 --log-every 1 --progress plain)
 run=$tmp/run
 # exec: the SIGTERM below must reach run.sh (cluster.sh run execs it), not a subshell.
-launch() { exec "$cluster" run --nodes 2 -np 2 --bin "$bin" -- "${train[@]}" --run-dir "$run" \
-  --checkpoint-dir "$tmp/ck" "$@"; }
-launch >"$tmp/first.out" 2>&1 &
+# --alter: node 1's snapshots differ from node 0's (the test hook).
+launch() {
+  local env=()
+  [[ ${1:-} == --alter ]] && { env=(--env RINGTRAIN_TEST_SNAPSHOT_ALTER_NODE=1); shift; }
+  exec "$cluster" run --nodes 2 -np 2 --bin "$bin" "${env[@]}" -- "${train[@]}" --run-dir "$run" \
+    --checkpoint-dir "$tmp/ck" "$@"
+}
+launch --alter >"$tmp/first.out" 2>&1 &
 pid=$!
 step=$(wait_for_step "$pid" "$run/rank-0.jsonl" 12 600)
 kill -TERM "$pid" 2>/dev/null

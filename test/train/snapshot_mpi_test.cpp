@@ -1,11 +1,14 @@
 // --snapshot-every (issue 23) at np 3 with every rank its own node (node_group_size 1, as
-// emulated nodes are) and its own snapshot directory (its own "RAM"): snapshots every K steps, the newest two per directory, each node's
-// own and the copy it got from the previous node, all complete (every CRC right); a run
-// resumed with --resume auto from them ends with the same bits as an uninterrupted run
-// (logical shards), also when only one node's copy of another node's snapshot survives
-// (read by that rank and broadcast), and a torn or corrupt newest snapshot is skipped for
-// the previous one; the snapshots hold their step's state even when their thread copies it
-// late. OMP_NUM_THREADS=1 and --threads 1: comparable bits.
+// emulated nodes are) and its own snapshot directory (its own "RAM"): snapshots every K
+// steps, the newest two per directory, all complete (every CRC right); each node's own
+// snapshot of a step holds the previous node's training state, so the digests agree and no
+// node sends a whole copy (SnapshotWriter.h, "Replication"), while a node whose snapshot
+// differs (a test hook) gets the previous node's whole, byte for byte, and passes its own on;
+// a run resumed with --resume auto from them ends with the same bits as an uninterrupted run
+// (logical shards), also when only one node's snapshots survive (read by that rank and
+// broadcast), and a torn or corrupt newest snapshot is skipped for the previous one; the
+// snapshots hold their step's state even when their thread copies it late.
+// OMP_NUM_THREADS=1 and --threads 1: comparable bits.
 #include <catch2/catch.hpp>
 
 #include <stdlib.h>
@@ -21,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "checkpoint/Checkpoint.h"
+#include "checkpoint/SnapshotDigest.h"
 #include "checkpoint/SnapshotStore.h"
 #include "collectives/MpiCommunicator.h"
 #include "common/Json.h"
@@ -37,12 +41,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Rank r's stand-in for its node's /dev/shm.
-fs::path ram(int r) { return job_dir() / fmt::format("ram-{}", r); }
+// Rank r's stand-in for its node's /dev/shm (`tag`: one per test case).
+fs::path ram(int r, const std::string& tag = "ram") { return job_dir() / fmt::format("{}-{}", tag, r); }
 
 // lenet5, 6 logical shards of batch 2 (two per rank at np 3), 10 steps per epoch.
-TrainConfig snap_config(std::int64_t steps) {
-  TrainConfig c = ringtrain::test::small_config("snapshots", 2);
+TrainConfig snap_config(std::int64_t steps, const std::string& tag = "ram") {
+  TrainConfig c = ringtrain::test::small_config(tag == "ram" ? "snapshots" : "snapshots-" + tag, 2);
   c.data.synthetic_train = 120;
   c.data.synthetic_test = 30;
   c.logical_shards = 6;
@@ -50,7 +54,7 @@ TrainConfig snap_config(std::int64_t steps) {
   c.threads = 1;
   c.tensorboard = false;
   c.schedule.base_lr = 0.01;
-  c.snapshot_dir = ram(world_rank()).string();
+  c.snapshot_dir = ram(world_rank(), tag).string();
   return c;
 }
 
@@ -64,14 +68,8 @@ std::vector<float> train(const TrainConfig& c) {
   return ringtrain::test::copy_params(t);
 }
 
-// Resumes the run of snap_config() to step 20 from what --resume auto finds (no checkpoint
-// directory holds anything); returns its parameters and summary.json's resumed_from.
-std::vector<float> resume(Json* resumed_from) {
-  TrainConfig c = snap_config(20);
-  c.resume = "auto";
-  c.checkpoint_dir = (job_dir() / "no-checkpoints").string();
-  std::vector<float> params = train(c);
-  // Rank 0's summary, once it is written.
+// Rank 0's summary.json of a run that has ended, on every rank.
+Json rank0_summary(const TrainConfig& c) {
   std::string text;
   if (world_rank() == 0) {
     std::ifstream in(fs::path(c.run_dir) / "summary.json");
@@ -81,7 +79,17 @@ std::vector<float> resume(Json* resumed_from) {
   MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG, 0, MPI_COMM_WORLD);
   text.resize(n);
   MPI_Bcast(text.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
-  *resumed_from = Json::parse(text).at("resumed_from");
+  return Json::parse(text);
+}
+
+// Resumes the run of snap_config() to step 20 from what --resume auto finds (no checkpoint
+// directory holds anything); returns its parameters and summary.json's resumed_from.
+std::vector<float> resume(Json* resumed_from) {
+  TrainConfig c = snap_config(20);
+  c.resume = "auto";
+  c.checkpoint_dir = (job_dir() / "no-checkpoints").string();
+  std::vector<float> params = train(c);
+  *resumed_from = rank0_summary(c).at("resumed_from");
   return params;
 }
 
@@ -120,30 +128,38 @@ TEST_CASE("snapshots: every K steps on each node and the next, resume bit-identi
   ::setenv("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS", "200", 1);
   train(c);
   ::unsetenv("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS");
-  // Each node holds its own snapshots and the previous node's copies; step 5's file is kept
-  // as the spare that the next snapshot would be written into (SnapshotSlots.h).
+  // Each node holds its own snapshots; step 5's file is kept as the spare that the next
+  // snapshot would be written into (SnapshotSlots.h). No node holds a whole copy of the
+  // previous node's: its own snapshot of each step was found to hold the same state (equal
+  // digests), so none was sent, and no directory for copies was made.
   const int k = world_rank();
   const fs::path own = snapshot_node_dir(ram(k), k, 3);
   const fs::path copy = snapshot_peer_dir(own, (k + 2) % 3);
   const std::vector<std::string> want{"slot-0.tmp", "snap-000000010.rtck", "snap-000000015.rtck"};
   CHECK(names_in(own) == want);
-  CHECK(names_in(copy) == want);
-  bool ok = names_in(own) == want && names_in(copy) == want;
-  for (const auto& dir : {own, copy}) {
-    if (!ok) break;
-    const auto data = Checkpoint::deserialize(Checkpoint::read_file(dir / want[2]), want[2]);
-    ok = data.meta.at("global_step").as_int() == 15;
+  CHECK(!fs::exists(copy));
+  bool ok = names_in(own) == want && !fs::exists(copy);
+  // One size for every file, the spare too: no slot is resized at a step boundary (the
+  // metadata section is padded to one size on every node, SnapshotWriter.cpp).
+  for (const auto& name : want) ok = ok && fs::file_size(own / name) == fs::file_size(own / want[2]);
+  // What the digests stood for: the previous node's own snapshot of step 15 holds this
+  // node's training state, the same parameters, buffers and optimizer state bit for bit and
+  // the same position, so either resumes the run the same way.
+  const fs::path previous = snapshot_node_dir(ram((k + 2) % 3), (k + 2) % 3, 3) / want[2];
+  if (ok) {
+    const auto mine = Checkpoint::deserialize(Checkpoint::read_file(own / want[2]), want[2]);
+    const auto theirs = Checkpoint::deserialize(Checkpoint::read_file(previous), previous.string());
+    ok = mine.meta.at("global_step").as_int() == 15 && same_bits(mine.params, theirs.params) &&
+         mine.buffers == theirs.buffers && same_bits(mine.optimizer_state, theirs.optimizer_state) &&
+         state_meta_crc(mine.meta) == state_meta_crc(theirs.meta);
   }
-  // One size for every file, the spares and the previous node's copies too: no slot is
-  // resized at a step boundary (the metadata section is padded to one size on every node,
-  // SnapshotWriter.cpp).
-  for (const auto& dir : {own, copy}) {
-    for (const auto& name : want) ok = ok && fs::file_size(dir / name) == fs::file_size(own / want[2]);
-  }
-  // The copy is the sender's own file, byte for byte.
-  const fs::path sender = snapshot_node_dir(ram((k + 2) % 3), (k + 2) % 3, 3) / want[2];
-  ok = ok && Checkpoint::read_file(copy / want[2]) == Checkpoint::read_file(sender);
   REQUIRE(all_ranks(ok));
+  // Rank 0 (node 0): its three snapshots counted as replicated on node 1, none sent whole.
+  const Json stats = rank0_summary(c).at("snapshots");
+  CHECK(stats.at("written").as_int() == 3);
+  CHECK(stats.at("replicated_on_next_node").as_int() == 3);
+  CHECK(stats.at("sent_to_next_node").as_int() == 0);
+  CHECK(stats.at("received_from_previous_node").as_int() == 0);
 
   Json from;
   const std::vector<float> resumed = resume(&from);
@@ -151,14 +167,13 @@ TEST_CASE("snapshots: every K steps on each node and the next, resume bit-identi
   CHECK(from.at("kind").as_string() == "snapshot");
   CHECK(from.at("step").as_int() == 15);
 
-  // Node 1 lost and node 2's own copy gone: only node 2's copy of node 1's snapshot is
-  // left, which rank 2 reads and sends to the others.
+  // Nodes 0 and 1 lost: only node 2's own snapshots are left (node 1's replica), which
+  // rank 2 reads and sends to the others.
   on_rank0([&] {
     fs::remove_all(ram(0));
     fs::remove_all(ram(1));
-    for (const auto& name : names_in(snapshot_node_dir(ram(2), 2, 3))) fs::remove(snapshot_node_dir(ram(2), 2, 3) / name);
   });
-  const fs::path survivor = snapshot_peer_dir(snapshot_node_dir(ram(2), 2, 3), 1);
+  const fs::path survivor = snapshot_node_dir(ram(2), 2, 3);
   const std::vector<float> from_copy = resume(&from);
   CHECK(all_ranks(same_bits(from_copy, reference)));
   CHECK(from.at("step").as_int() == 15);
@@ -187,4 +202,49 @@ TEST_CASE("snapshots: every K steps on each node and the next, resume bit-identi
     CHECK(all_ranks(same_bits(from_older, reference)));
     CHECK(from.at("step").as_int() == 10);
   }
+}
+
+TEST_CASE("snapshots: a next node whose snapshot differs is no copy; the previous node sends its own whole", "[snapshot]") {
+  REQUIRE(world_size() == 3);
+  TrainConfig c = snap_config(10, "alter");
+  c.snapshot_every = 5;  // steps 5 and 10
+  // Node 1's leader flips a bit of the first parameter in its own snapshots before sealing
+  // them (the test hook, SnapshotWriter.h): complete and checksummed, but other bytes than
+  // node 0's and node 2's. The slow-copy hook (1 ms) makes each snapshot wait for the
+  // previous one, so that none is skipped on a loaded host.
+  ::setenv("RINGTRAIN_TEST_SNAPSHOT_ALTER_NODE", "1", 1);
+  ::setenv("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS", "1", 1);
+  train(c);
+  ::unsetenv("RINGTRAIN_TEST_SNAPSHOT_ALTER_NODE");
+  ::unsetenv("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS");
+  const auto own = [](int node) { return snapshot_node_dir(ram(node, "alter"), node, 3); };
+  const std::vector<std::string> steps{"snap-000000005.rtck", "snap-000000010.rtck"};
+  // Node 0's snapshots differ from node 1's: node 1 holds node 0's, whole and byte for byte.
+  // Node 1's differ from node 2's: node 2 holds node 1's. Node 2's and node 0's agree: node 0
+  // holds no copy.
+  const int k = world_rank();
+  bool ok = true;
+  if (k == 0) {
+    ok = !fs::exists(snapshot_peer_dir(own(0), 2));
+  } else {
+    const fs::path copies = snapshot_peer_dir(own(k), k - 1);
+    for (const auto& name : steps) {
+      ok = ok && fs::exists(copies / name) &&
+           Checkpoint::read_file(copies / name) == Checkpoint::read_file(own(k - 1) / name);
+    }
+  }
+  // The hook did what it says: node 1's snapshot of step 10 differs from node 0's in its
+  // parameters, and reads back whole.
+  if (k == 1) {
+    const auto altered = Checkpoint::deserialize(Checkpoint::read_file(own(1) / steps[1]), steps[1]);
+    const auto plain = Checkpoint::deserialize(Checkpoint::read_file(own(0) / steps[1]), steps[1]);
+    ok = ok && !same_bits(altered.params, plain.params) &&
+         same_bits(altered.optimizer_state, plain.optimizer_state);
+  }
+  CHECK(all_ranks(ok));
+  const Json stats = rank0_summary(c).at("snapshots");
+  CHECK(stats.at("written").as_int() == 2);
+  CHECK(stats.at("replicated_on_next_node").as_int() == 0);
+  CHECK(stats.at("sent_to_next_node").as_int() == 2);
+  CHECK(stats.at("received_from_previous_node").as_int() == 0);
 }
