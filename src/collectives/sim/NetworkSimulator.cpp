@@ -192,9 +192,12 @@ class Simulation {
   //   message's handshake completes. A rank with several messages in flight (ps's workers
   //   post every push at once; the server sends every worker its sum) keeps sending while
   //   a handshake waits, so the wait costs no link time;
-  // - behind reverse traffic: the receiver sends to the sender on this connection during
-  //   the transfer (an exchange, as rd's rounds). A one-way message (ps's push and pull of
-  //   a single chunk, rd's fold) has its clear-to-send answered at once.
+  // - behind reverse traffic: the receiver's last message to the sender on this connection
+  //   is still to leave when this message's handshake completes and starts before this
+  //   message would end (an exchange, as rd's rounds; judged from the handshake, not from
+  //   where the link queue puts the two, so a node's concurrent exchanges all pay it). A
+  //   one-way message (ps's push and pull of a single chunk, rd's fold) has its
+  //   clear-to-send answered at once.
   // Otherwise the bytes move at the link's rate: in the 2-4 node record ps moves its
   // (p-1) n bytes each way through rank 0's link at 8.1-8.8 ns/B at 64-256 MiB, both
   // directions at once, in 1 MiB rendezvous messages (allreduce-sim-calibration.md).
@@ -202,7 +205,7 @@ class Simulation {
     if (sending_until_[msg.src] > ready) return false;
     const auto it = last_transfer_.find(connection(msg.dst, msg.src));
     if (it == last_transfer_.end()) return false;
-    return it->second.start < start + b * p_.beta_s_per_byte && it->second.finish > start;
+    return it->second.finish > ready && it->second.start < start + b * p_.beta_s_per_byte;
   }
 
   void finish_receive(std::uint64_t m) {
