@@ -10,6 +10,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts/bench/sim_fidelity_compare.py"
 COMMITTED = ROOT / "docs/benchmarks/allreduce-sim-fidelity-predictions.csv"
 COMMITTED_WINDOW16 = ROOT / "docs/benchmarks/allreduce-sim-fidelity-predictions-window16.csv"
+COMMITTED_PSFIX = ROOT / "docs/benchmarks/allreduce-sim-fidelity-predictions-psfix.csv"
 
 PREDICTIONS = """# comment
 layout,ranks,ranks_per_node,delay_us,bytes,algo,predicted_us,auto_pick
@@ -48,7 +49,7 @@ def main():
     assert bad.returncode == 1 and "MISSED" in bad.stdout, bad.stdout + bad.stderr
     none = run({"8x1-1ms.csv": [(1048576, "ring", 9000.0)]})
     assert none.returncode == 2, none.stdout
-    for path in (COMMITTED, COMMITTED_WINDOW16):
+    for path in (COMMITTED, COMMITTED_WINDOW16, COMMITTED_PSFIX):
         committed = subprocess.run([sys.executable, str(SCRIPT), str(path), "/nonexistent"], capture_output=True, text=True)
         assert committed.returncode == 2 and "no measured cell" in committed.stderr, committed.stderr
     print("test_sim_fidelity_compare: ok")

@@ -7,7 +7,8 @@
 // the ring's pipelined chunks do). Eager (b <= eager limit): ready when sent; the send
 // completes when its bytes have left. Rendezvous: the sender's request-to-send reaches the
 // receiver after one latency, the receiver answers once its receive is posted, and the
-// data leaves one latency later at the rendezvous rate. Between ranks of one node a
+// data leaves one latency later, at the rendezvous rate only when its handshake is exposed
+// behind reverse traffic (handshake_exposed below), else at beta. Between ranks of one node a
 // message is a copy through the sender's and receiver's memory (shm_beta, shm_alpha).
 // Collectives inside an algorithm (hier's node barrier) complete ceil(log2 k) latencies
 // after the last member arrives; a SharedCounter wait completes when the awaited store ran.
@@ -37,6 +38,7 @@ class Simulation {
     in_free_.assign(nodes, 0.0);
     shm_out_.assign(ranks, 0.0);
     shm_in_.assign(ranks, 0.0);
+    sending_until_.assign(ranks, 0.0);
     request_done_.assign(s.requests.size(), kUnknown);
     send_post_.assign(s.messages.size(), kUnknown);
     recv_post_.assign(s.messages.size(), kUnknown);
@@ -69,6 +71,10 @@ class Simulation {
   double bytes(std::uint64_t recorded) const { return static_cast<double>(recorded) * s_.byte_scale; }
   bool same_node(const Message& m) const { return s_.node_of(m.src) == s_.node_of(m.dst); }
   double latency() const { return p_.alpha_s + p_.delay_s; }
+  // One TCP connection per ordered pair of ranks (Open MPI's btl_tcp_links 1).
+  static std::uint64_t connection(int src, int dst) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) | static_cast<std::uint32_t>(dst);
+  }
 
   // Executes rank's next operation; false when it blocks or has finished.
   bool step(int rank) {
@@ -154,16 +160,52 @@ class Simulation {
     } else {
       const bool eager = b <= p_.eager_limit_bytes;
       if (!eager && recv_post_[m] == kUnknown) return;  // rendezvous waits for the receive
-      const double ready = eager ? send_post_[m]
-                                 : std::max(send_post_[m] + latency(), recv_post_[m]) + latency();
-      finish = reserve(out_free_[s_.node_of(msg.src)], in_free_[s_.node_of(msg.dst)], ready,
-                       b * (eager ? p_.beta_s_per_byte : p_.rendezvous_beta_s_per_byte));
+      finish = network_transfer(m, b, eager);
       arrival_[m] = finish + latency();
       ++result_.network_messages;
       result_.network_bytes += static_cast<std::uint64_t>(b);
     }
     complete(msg.send_request, finish);
     finish_receive(m);
+  }
+
+  // Reserves A's outgoing and B's incoming link for message m; returns when its bytes have left.
+  double network_transfer(std::uint64_t m, double b, bool eager) {
+    const Message& msg = s_.messages[m];
+    double& out = out_free_[s_.node_of(msg.src)];
+    double& in = in_free_[s_.node_of(msg.dst)];
+    const double ready = eager ? send_post_[m] : std::max(send_post_[m] + latency(), recv_post_[m]) + latency();
+    const double start = std::max({ready, out, in});
+    const bool slowed = !eager && handshake_exposed(msg, ready, start, b);
+    const double finish = start + b * (slowed ? p_.rendezvous_beta_s_per_byte : p_.beta_s_per_byte);
+    out = in = finish;
+    last_transfer_[connection(msg.src, msg.dst)] = {start, finish};
+    sending_until_[msg.src] = std::max(sending_until_[msg.src], finish);
+    return finish;
+  }
+
+  // The rendezvous rate stands for the link idling while the receiver's clear-to-send
+  // queues behind bulk data it sends back to the sender on the same TCP connection
+  // (allreduce-np2-investigation.md; rd's exchanges on 2 nodes: 11.9-15.6 ns/B). It applies
+  // only when both hold:
+  // - exposed: the sending rank has no earlier network data still leaving when this
+  //   message's handshake completes. A rank with several messages in flight (ps's workers
+  //   post every push at once; the server sends every worker its sum) keeps sending while
+  //   a handshake waits, so the wait costs no link time;
+  // - behind reverse traffic: the receiver's last message to the sender on this connection
+  //   is still to leave when this message's handshake completes and starts before this
+  //   message would end (an exchange, as rd's rounds; judged from the handshake, not from
+  //   where the link queue puts the two, so a node's concurrent exchanges all pay it). A
+  //   one-way message (ps's push and pull of a single chunk, rd's fold) has its
+  //   clear-to-send answered at once.
+  // Otherwise the bytes move at the link's rate: in the 2-4 node record ps moves its
+  // (p-1) n bytes each way through rank 0's link at 8.1-8.8 ns/B at 64-256 MiB, both
+  // directions at once, in 1 MiB rendezvous messages (allreduce-sim-calibration.md).
+  bool handshake_exposed(const Message& msg, double ready, double start, double b) const {
+    if (sending_until_[msg.src] > ready) return false;
+    const auto it = last_transfer_.find(connection(msg.dst, msg.src));
+    if (it == last_transfer_.end()) return false;
+    return it->second.finish > ready && it->second.start < start + b * p_.beta_s_per_byte;
   }
 
   void finish_receive(std::uint64_t m) {
@@ -189,6 +231,12 @@ class Simulation {
   std::vector<std::size_t> pc_;
   std::vector<double> clock_;
   std::vector<double> out_free_, in_free_, shm_out_, shm_in_;
+  std::vector<double> sending_until_;  // per rank: when its last network message's bytes have left
+  struct Interval {
+    double start = 0.0;
+    double finish = 0.0;
+  };
+  std::unordered_map<std::uint64_t, Interval> last_transfer_;  // per connection: its last network message
   std::vector<double> request_done_, send_post_, recv_post_, arrival_;
   std::vector<std::size_t> coll_arrived_;
   std::vector<double> coll_latest_;

@@ -15,7 +15,9 @@ namespace ringtrain::sim {
 struct NetworkParams {
   double alpha_s = 50e-6;                     // one-way latency + per-message overhead, network
   double beta_s_per_byte = 8.06e-9;           // per byte on a node's link, each direction
-  double rendezvous_beta_s_per_byte = 12.5e-9;  // the same for a message above the eager limit
+  // The same for a message above the eager limit whose handshake waits behind an exchange
+  // (NetworkSimulator.cpp: handshake_exposed); other such messages move at beta.
+  double rendezvous_beta_s_per_byte = 12.5e-9;
   double gamma_s_per_byte = 0.1e-9;           // per byte of fp32 added
   double eager_limit_bytes = 65536;           // larger network messages go by rendezvous
   double delay_s = 0.0;                       // added one-way delay on every network message (netem)

@@ -136,6 +136,34 @@ TEST_CASE("with several ranks per node the replay agrees with the model's node-a
   }
 }
 
+TEST_CASE("a rendezvous message pays the rendezvous rate only when its handshake waits behind an exchange", "[sim]") {
+  // ps sends 1 MiB chunks, above the eager limit. One chunk is a push, then a pull: each
+  // one-way, so the clear-to-send is answered at once. With many chunks every rank has
+  // another message on the wire while a handshake waits. Either way the bytes move at the
+  // link's rate, as in the 2-4 node record (allreduce-sim-calibration.md); until
+  // 2026-11-26 the replay charged every ps chunk the rendezvous rate (1.55x beta).
+  // rd's rounds exchange one message each way on one connection: the rendezvous rate.
+  const NetworkParams network = uniform_links();
+  const double beta = network.beta_s_per_byte;
+  const double chunk = 1 << 20;
+  const double n = 16 << 20;
+  const double one = simulate(record(AllreduceAlgo::kParameterServer, 2, 1, 1 << 20).schedule, network).seconds;
+  INFO("ps, 2 ranks, 1 MiB: " << one << " s");
+  CHECK(one == Approx(2 * chunk * beta).epsilon(0.05));
+  // Pushes back to back through the link, pulls the other way at the same time, the last
+  // pull after the last push.
+  const double many = simulate(record(AllreduceAlgo::kParameterServer, 2, 1, 16 << 20).schedule, network).seconds;
+  INFO("ps, 2 ranks, 16 MiB: " << many << " s");
+  CHECK(many == Approx((n + chunk) * beta).epsilon(0.05));
+  // Through rank 0's link from 3 workers, and back.
+  const double four = simulate(record(AllreduceAlgo::kParameterServer, 4, 1, 16 << 20).schedule, network).seconds;
+  INFO("ps, 4 ranks, 16 MiB: " << four << " s");
+  CHECK(four == Approx((3 * n + 3 * chunk) * beta).epsilon(0.05));
+  const double rd = simulate(record(AllreduceAlgo::kRecursiveDoubling, 2, 1, 16 << 20).schedule, network).seconds;
+  INFO("rd, 2 ranks, 16 MiB: " << rd << " s");
+  CHECK(rd >= n * network.rendezvous_beta_s_per_byte);
+}
+
 TEST_CASE("a call recorded at a reduced size predicts the full-size recording's time", "[sim]") {
   const NetworkParams network = uniform_links();
   struct Case {
