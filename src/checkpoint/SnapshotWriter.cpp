@@ -158,7 +158,8 @@ SnapshotWriter::SnapshotWriter(Communicator& comm, std::filesystem::path root, i
     const std::int64_t slow = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_SLOW_COPY_MS");
     slow_copy_ms_ = static_cast<int>(std::min<std::int64_t>(slow, 60000));  // -1 when unset: off
     crc_on_thread_ = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_CRC_ON_THREAD") > 0;
-    copy_on_thread_ = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD") > 0;
+    copy_on_thread_forced_ = positive_from_env("RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD") > 0;
+    copy_on_thread_ = copy_on_thread_forced_;
     alter_ = node_from_env("RINGTRAIN_TEST_SNAPSHOT_ALTER_NODE") == place_.node;
   }
   // The channel's communicator is made (and freed) by every rank, as MPI wants; the
@@ -633,6 +634,7 @@ Json SnapshotWriter::stats_json() const {
   j.set("bytes", s.bytes);
   j.set("thread_cpu_s", s.thread_cpu_seconds);
   j.set("captured_in_update", s.captured);
+  j.set("copy", copy_on_thread_ ? "thread" : "update");  // where the state is copied (copy_on_thread())
   j.set("fence_waits", s.fence_waits);
   j.set("fence_wait_s", s.fence_wait_seconds);
   return j;

@@ -146,6 +146,18 @@ class SnapshotWriter {
   // planes of params.size() floats at the parameters' offsets: Optimizer::state());
   // `buffers_bytes` the size of take()'s buffers.
   bool arm(std::span<const float> params, std::span<const float> optimizer_state, std::size_t buffers_bytes);
+  // Node leaders: where the state is copied. false (the default): captured in the optimizer
+  // update, on the step's own core while the state is in cache. true: arm() refuses and the
+  // snapshot thread copies it during the next step's data, forward and backward, which
+  // costs the step nothing when that thread has a core that training leaves idle (the
+  // caller decides: Trainer, from OverlapPolicy). Measured (mlp, np 1 on a 2-core host,
+  // scripts/bench/snapshot_overhead.py, 15 rounds each): the capture added 4.2% to the
+  // steps a snapshot touches, the thread's copy 0.5%; where the ranks fill the cores the
+  // thread's copy, about four times the capture's CPU (it reads what the capture finds in
+  // cache), is taken from training instead. RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD=1 forces
+  // true whatever is set here.
+  void copy_on_thread(bool on) noexcept { copy_on_thread_ = leader_ && (copy_on_thread_forced_ || on); }
+  bool copies_on_thread() const noexcept { return copy_on_thread_; }
   // The update's observer (Optimizer::set_update_observer): [offset, offset + count) of the
   // parameters and of each state plane is final for this step and still in cache. Streams
   // it into the file (non-temporal stores: StreamCopy.h), with the floats since the last
@@ -264,9 +276,11 @@ class SnapshotWriter {
   // thread computes the state's CRC32s from the file (as it does after its own copy) rather
   // than capture() from cache; for measuring which costs the step less.
   bool crc_on_thread_ = false;
-  // RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD=1: arm() refuses, so the snapshot thread copies
-  // the state after take() as it did before the capture (the fallback, measured against it).
+  // copy_on_thread(): arm() refuses, so the snapshot thread copies the state after take().
+  // RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD=1 (copy_on_thread_forced_) sets it whatever the
+  // caller's choice, for measuring one way against the other.
   bool copy_on_thread_ = false;
+  bool copy_on_thread_forced_ = false;
 
   // The capture in the optimizer update (main thread: arm() to take()).
   bool armed_ = false;

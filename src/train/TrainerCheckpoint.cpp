@@ -86,6 +86,10 @@ void Trainer::State::setup_snapshots() {
     fmt::print(stderr, "ringtrain: [rank {}] warning: {}\n", r, message);
     std::fflush(stderr);
   });
+  // A core that training leaves idle (OverlapPolicy: more cores for this rank than its
+  // threads) and no communication thread to take it: the snapshot thread copies the state
+  // there, off the step. Otherwise the optimizer update captures it (SnapshotWriter.h).
+  snapshots->copy_on_thread(overlap_policy.spare_core() && !overlap);
   if (resumed_from.is_object()) record_event("resumed from " + resumed_from.at("kind").as_string() + " " +
                                              resumed_from.at("path").as_string());
 }

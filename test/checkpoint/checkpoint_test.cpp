@@ -599,6 +599,42 @@ TEST_CASE("SnapshotWriter: under RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD the upda
   CHECK(writer.stats().captured == 0);
 }
 
+TEST_CASE("SnapshotWriter::copy_on_thread: the caller's choice of where the state is copied; the hook forces the thread") {
+  const auto root = temp_dir() / "ram";
+  CheckpointData d = sample();
+  SelfCommunicator comm;
+  const std::size_t bytes = 4 * (d.params.size() + d.buffers.size() + d.optimizer_state.size());
+  std::vector<float> params = d.params, state = d.optimizer_state;
+  {
+    SnapshotWriter writer(comm, root, 2, bytes, d.meta.dump(2).size(), [](const std::string&) {});
+    CHECK_FALSE(writer.copies_on_thread());  // the default: the update captures
+    writer.copy_on_thread(true);
+    CHECK(writer.copies_on_thread());
+    CHECK(writer.stats_json().at("copy").as_string() == "thread");
+    CHECK_FALSE(writer.arm(params, state, 4 * d.buffers.size()));
+    REQUIRE(writer.take(1234, params, d.buffers, state, d.meta) == SnapshotWriter::Taken::kYes);
+    writer.fence();
+    for (float& p : params) p = 0.0f;  // after fence(): the thread's copy holds the values before
+    writer.finish();
+    const auto path = writer.own_dir() / snapshot_file_name(1234);
+    const CheckpointData back = Checkpoint::deserialize(Checkpoint::read_file(path), path.string());
+    CHECK(same_bits(back.params, d.params));
+    CHECK(same_bits(back.optimizer_state, d.optimizer_state));
+    CHECK(writer.stats().captured == 0);
+    writer.copy_on_thread(false);  // back to the capture
+    CHECK(writer.stats_json().at("copy").as_string() == "update");
+    params = d.params;
+    REQUIRE(writer.arm(params, state, 4 * d.buffers.size()));
+    writer.disarm();
+  }
+  ::setenv("RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD", "1", 1);
+  SnapshotWriter forced(comm, temp_dir() / "ram2", 2, bytes, d.meta.dump(2).size(), [](const std::string&) {});
+  ::unsetenv("RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD");
+  forced.copy_on_thread(false);
+  CHECK(forced.copies_on_thread());
+  CHECK_FALSE(forced.arm(params, state, 4 * d.buffers.size()));
+}
+
 TEST_CASE("SnapshotWriter::warm rewrites only the spare files, once; the snapshots stay whole and the next is taken") {
   const auto root = temp_dir() / "ram";
   CheckpointData d = sample();
