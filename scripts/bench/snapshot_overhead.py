@@ -138,7 +138,28 @@ def run_once(args, binary, model, every, run_dir):
     snap = summary.get("snapshots")
     cost = ((snap["step_path_cpu_s"] / summary["steps"], snap["thread_cpu_s"] / summary["steps"])
             if snap else (0.0, 0.0))
-    return (last["t"] - first["t"]) / (last["step"] - first["step"]), allreduce, cost, snap
+    return (last["t"] - first["t"]) / (last["step"] - first["step"]), allreduce, cost, snap, within_run(args, steps, first)
+
+
+def within_run(args, steps, first):
+    """The steps a snapshot touches against the others of the same run: the mean time of
+    every timed step over the mean of those at least 3 steps after a snapshot step (step %
+    K >= 3; the snapshot step, whose update captures the state, and the two after it, which
+    its thread's sealing and the digests overlap, are left out), minus 1. For a K = 0 run
+    the same positions of its steps: the null, what this estimate reads where no snapshot
+    is taken. Step times that move together over a whole run (on an oversubscribed host the
+    ranks fall into faster and slower schedules that last tens of steps) cancel here; they
+    do not in the ratio of two runs. What it cannot see: a cost spread evenly over every
+    step. None when K < 5 or no step qualifies."""
+    every = args.every
+    if every < 5:
+        return None
+    durations = [(b["step"], b["t"] - a["t"]) for a, b in zip(steps, steps[1:])
+                 if a["step"] >= first["step"] and b["step"] == a["step"] + 1]
+    away = [d for s, d in durations if s % every >= 3]
+    if not durations or not away:
+        return None
+    return statistics.mean(d for _, d in durations) / statistics.mean(away) - 1.0
 
 
 def uptime():
@@ -153,23 +174,27 @@ def measure(args, models, work):
     times = {key: [] for key in keys}
     allreduce = {key: [] for key in keys}
     costs = {(m, b): [] for m in models for b in args.bin}
+    within = {key: [] for key in keys}
     snaps = {}
     for rnd in range(args.rounds):
         for m in models:
             order = [(b, k) for b in args.bin for k in (0, args.every)]
             for i, (b, k) in enumerate(order if rnd % 2 == 0 else list(reversed(order))):
-                s, ar, cost, snap = run_once(args, b, m, k, os.path.join(work, f"{m}-b{args.bin.index(b)}-k{k}-r{rnd}"))
+                s, ar, cost, snap, local = run_once(args, b, m, k,
+                                                    os.path.join(work, f"{m}-b{args.bin.index(b)}-k{k}-r{rnd}"))
                 times[(m, b, k)].append(s)
+                if local is not None:
+                    within[(m, b, k)].append(local)
                 allreduce[(m, b, k)].append(ar)
                 if k:
                     costs[(m, b)].append(cost)
                     snaps[(m, b)] = snap
                 print(f"round {rnd + 1} {m} {b} K={k}: {1e3 * s:.2f} ms/step, all-reduce {1e3 * ar:.2f}",
                       file=sys.stderr)
-    return times, allreduce, costs, snaps
+    return times, allreduce, costs, snaps, within
 
 
-def report(args, models, times, allreduce, costs, snaps):
+def report(args, models, times, allreduce, costs, snaps, within):
     where = (f"{args.cluster} emulated nodes x 1 rank (cluster.sh, {args.link_rate}, MTU {args.mtu})"
              if args.cluster else f"np {args.np} on this host")
     print(f"{where}, --threads {args.threads}, --batch-size {args.batch_size}, {args.steps} timed steps "
@@ -202,6 +227,20 @@ def report(args, models, times, allreduce, costs, snaps):
             print(f"| {m} | {b} | {snap['bytes']} | {' / '.join(str(c) for c in counts)} | "
                   f"{1e3 * main_ms:.3f} + {1e3 * thread_ms:.3f} | "
                   f"{100 * main_ms / step:.2f}% / {100 * (main_ms + thread_ms) / step:.2f}% |")
+    if any(within.values()):
+        print(f"\nWithin each run (rank 0): the mean step over the mean of the steps 3 or more after a "
+              f"snapshot step (step % {args.every} >= 3), minus 1; K=0: the same positions, where no snapshot "
+              f"is taken (the estimate's null). Median over the rounds [interquartile range].\n")
+        print(f"| model | binary | K={args.every} | K=0 (null) |")
+        print("|---|---|---|---|")
+        def spread(v):
+            if not v:
+                return "-"
+            q = statistics.quantiles(v, n=4) if len(v) > 1 else [v[0], v[0], v[0]]
+            return f"{100 * statistics.median(v):+.2f}% [{100 * q[0]:+.2f}%, {100 * q[2]:+.2f}%]"
+        for m in models:
+            for b in args.bin:
+                print(f"| {m} | {b} | {spread(within[(m, b, args.every)])} | {spread(within[(m, b, 0)])} |")
 
 
 def main(argv=None):
