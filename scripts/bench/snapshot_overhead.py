@@ -29,7 +29,10 @@ updates waited for the snapshot thread's copy of the parameters (`fence_waits`: 
 update did not capture, the copy runs during the next step's forward and backward), and
 rank 0's traffic with its neighbour nodes: its snapshots that the next node's own snapshot
 of the step was found to replicate (`replicated_on_next_node`, "-" for binaries from before
-the digests), those it sent whole, and the whole copies it received.
+the digests), those it sent whole, and the whole copies it received. Last, an estimate
+within each run that the ranks' changing schedules on an oversubscribed host do not move:
+rank 0's mean step over its mean step 3 or more after a snapshot step, minus 1, with the
+same positions of the K=0 runs as its null (the median over rounds and the quartiles).
 Needs root for --cluster (network namespaces).
 
   scripts/bench/snapshot_overhead.py --models lenet5,mlp --np 2 --every 10 --rounds 3
