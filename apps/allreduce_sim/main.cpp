@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/BenchRunner.h"
+#include "collectives/RabenseifnerAllreduce.h"
 #include "collectives/sim/AllreducePredictor.h"
 
 using namespace ringtrain;
@@ -30,6 +31,7 @@ struct Options {
   double delay_us = 0;
   double link_gbit = 1;
   int rab_window = static_cast<int>(AllreduceTuning{}.rab_send_window);
+  int rab_lanes = 0;
   bool scale_table = false;
   bool fidelity_grid = false;
   bool traffic = false;
@@ -59,6 +61,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--rab-window", o.rab_window,
                  "rab: chunks a rank sends ahead of its partner's in a round (0: all at once)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  app.add_option("--rab-lanes", o.rab_lanes,
+                 "rab: lanes, parts of the vector run as rabs of their own at once (0: the cost model "
+                 "chooses, with the model of the link rate)")
+      ->capture_default_str()->check(CLI::Range(0, kMaxRabLanes));
   app.add_flag("--scale-table", o.scale_table, "markdown table: 8-1024 ranks x {1,8} per node x 64 KiB-256 MiB x "
                                                "{1,10,100} Gbit/s, auto against the fastest and the bound");
   app.add_option("--scale-np", o.scale_np, "with --scale-table: comma list of rank counts instead");
@@ -122,6 +128,7 @@ int run(const Options& o) {
   setup.compression = parse_compression(o.compress);
   setup.model = o.tuning.empty() ? o.model : read_cost_model(o.tuning);
   setup.tuning.rab_send_window = static_cast<std::size_t>(o.rab_window);
+  setup.tuning.rab_lanes = o.rab_lanes;
   NetworkParams network = NetworkParams::from_cost_model(setup.model);
   network.shm_alpha_s = o.extra.shm_alpha_s;
   network.shm_beta_s_per_byte = o.extra.shm_beta_s_per_byte;
@@ -143,6 +150,10 @@ int run(const Options& o) {
   } else {
     network = at_link_rate(network, o.link_gbit);
     network.delay_s = o.delay_us * 1e-6;
+    // auto's choice and rab's lanes by the model of this link rate, as calibrating on it
+    // would give (the scale table does the same per row).
+    setup.model.beta_s_per_byte /= o.link_gbit;
+    setup.model.rendezvous_beta_s_per_byte /= o.link_gbit;
     print_predictions(o, setup, network);
   }
   return 0;

@@ -46,7 +46,22 @@ ModelLayout model_layout(const NodeLayout& layout, const AllreduceTuning& tuning
       layout.ranks == layout.nodes * layout.min_ranks_per_node)
     where.ranks_per_node = layout.min_ranks_per_node;
   where.chunk_bytes = tuning.ring_chunk_bytes_network;
+  where.rab_send_window = tuning.rab_send_window;
   return where;
+}
+
+void force_rab_lanes(AllreducePlan& plan, std::size_t bytes, const NodeLayout& layout, Compression compression,
+                     const AllreduceTuning& tuning, const AllreduceCostModel& model) {
+  if (tuning.rab_lanes <= 0 || plan.rab_lanes == tuning.rab_lanes) return;
+  plan.rab_lanes = tuning.rab_lanes;
+  const ModelLayout where = model_layout(layout, tuning);
+  const bool modelled = tuning.rab_lanes == 1 || (where.ranks_per_node == 1 && where.link_share == 1);
+  for (auto it = plan.predicted_s.begin(); it != plan.predicted_s.end(); ++it) {
+    if (it->first != AllreduceAlgo::kRabenseifner) continue;
+    if (modelled) it->second = predict_rab_seconds(bytes, layout.ranks, compression, model, where, plan.rab_lanes);
+    else plan.predicted_s.erase(it);
+    return;
+  }
 }
 
 AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
@@ -66,6 +81,7 @@ AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
   const ModelLayout where = model_layout(layout, tuning);
   AllreducePlan plan_by_model =
       choose_by_cost_model(bytes, layout.ranks, compression, tuning.rd_doubling_max_bytes, model, where);
+  force_rab_lanes(plan_by_model, bytes, layout, compression, tuning, model);
   if (layout.nodes_with_several_ranks > 0) {
     // hier last: the ring and rd keep a near-tie (their record is longer).
     const double hier =

@@ -51,6 +51,9 @@ struct AllreducePlan {
   // modelled").
   std::string basis;
   std::vector<std::pair<AllreduceAlgo, double>> predicted_s;
+  // rab's lanes (RabenseifnerAllreduce.h) when algo is rab, and the lanes rab's prediction
+  // in predicted_s is for; 1 otherwise.
+  int rab_lanes = 1;
 };
 
 class Communicator {
