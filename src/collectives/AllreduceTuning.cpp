@@ -50,6 +50,13 @@ ModelLayout model_layout(const NodeLayout& layout, const AllreduceTuning& tuning
   return where;
 }
 
+int plan_rab_lanes(std::size_t bytes, const NodeLayout& layout, Compression compression, const AllreduceTuning& tuning,
+                   const AllreduceCostModel& model) {
+  if (tuning.rab_lanes > 0) return tuning.rab_lanes;
+  if (layout.nodes <= 1) return 1;
+  return choose_rab_lanes(bytes, layout.ranks, compression, model, model_layout(layout, tuning));
+}
+
 void force_rab_lanes(AllreducePlan& plan, std::size_t bytes, const NodeLayout& layout, Compression compression,
                      const AllreduceTuning& tuning, const AllreduceCostModel& model) {
   if (tuning.rab_lanes <= 0 || plan.rab_lanes == tuning.rab_lanes) return;
@@ -81,7 +88,6 @@ AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
   const ModelLayout where = model_layout(layout, tuning);
   AllreducePlan plan_by_model =
       choose_by_cost_model(bytes, layout.ranks, compression, tuning.rd_doubling_max_bytes, model, where);
-  force_rab_lanes(plan_by_model, bytes, layout, compression, tuning, model);
   if (layout.nodes_with_several_ranks > 0) {
     // hier last: the ring and rd keep a near-tie (their record is longer).
     const double hier =
@@ -99,6 +105,8 @@ AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
           plan_by_model.algo = AllreduceAlgo::kHierarchical;
     }
   }
+  // Forced lanes last: the choice above was made with the model's lanes.
+  force_rab_lanes(plan_by_model, bytes, layout, compression, tuning, model);
   return plan_by_model;
 }
 

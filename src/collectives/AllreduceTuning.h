@@ -68,6 +68,11 @@ struct NodeLayout {
 // rank per link (ranks_per_node 1). The chunk is the network chunk of the tuning.
 ModelLayout model_layout(const NodeLayout& layout, const AllreduceTuning& tuning);
 
+// The lanes rab runs in for a vector of `bytes` bytes: tuning.rab_lanes when > 0 (forced),
+// else across nodes the model's choice (choose_rab_lanes for model_layout), else 1.
+int plan_rab_lanes(std::size_t bytes, const NodeLayout& layout, Compression compression, const AllreduceTuning& tuning,
+                   const AllreduceCostModel& model);
+
 // tuning.rab_lanes > 0: rab runs with that many lanes whatever the model says; the plan's
 // rab prediction becomes the one for those lanes (dropped where the model has no lanes:
 // several ranks per node). The choice among algorithms was made with the model's lanes.

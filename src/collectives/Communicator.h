@@ -56,6 +56,10 @@ struct AllreducePlan {
   int rab_lanes = 1;
 };
 
+// What a plan runs, as the start line, summary.json's plans, allreduce_bench and the
+// simulator's tables name it: the algorithm, and "rab xK" for rab in K > 1 lanes.
+std::string allreduce_plan_label(const AllreducePlan& plan);
+
 class Communicator {
  public:
   virtual ~Communicator() = default;

@@ -150,7 +150,7 @@ AllreducePlan MpiCommunicator::plan_allreduce(AllreduceAlgo algo, std::size_t by
       const ModelLayout where = model_layout(layout_, tuning_);
       if (algo == AllreduceAlgo::kRabenseifner) {
         // rab's lanes as auto would run it (across nodes the model's choice).
-        plan.rab_lanes = choose_rab_lanes(bytes, size_, compression, cost_model_, where);
+        plan.rab_lanes = plan_rab_lanes(bytes, layout_, compression, tuning_, cost_model_);
         plan.predicted_s.emplace_back(algo,
                                       predict_rab_seconds(bytes, size_, compression, cost_model_, where, plan.rab_lanes));
       } else {

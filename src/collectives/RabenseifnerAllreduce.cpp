@@ -23,6 +23,17 @@
 // Fold (N = p + rem): among the first 2*rem ranks each even rank sends its vector to the
 // odd rank above, which adds it in and takes part as new rank r/2; at the end the odd
 // rank sends the result back down.
+//
+// Lanes: the vector is cut into k parts, each with the whole of the above (fold, rounds,
+// unfold) as a list of stages, the same number on every rank (a stage without an exchange
+// for this rank is empty), and its own tag. All lanes post their first stage at once; then
+// the rank finishes stage s of lane 0, posts lane 0's stage s+1, finishes stage s of lane
+// 1, and so on. One lane is exactly the plain sequence of exchanges. With several, a lane's
+// next round starts while the other lanes' bytes of the current one are still on the link,
+// so its latency no longer stands between the rounds' transfers. Why a fixed order and not
+// whichever lane's data comes first (MPI_Waitany): every rank must take the same order for
+// the argument in run() that it cannot deadlock, and the simulator replays a recorded
+// order of waits, which must not depend on timing.
 #include "collectives/RabenseifnerAllreduce.h"
 
 #include <algorithm>
@@ -42,7 +53,7 @@
 namespace ringtrain {
 namespace {
 
-constexpr int kRabTag = 7301;  // lane l sends with tag kRabTag + l (kMaxRabLanes of them)
+constexpr int kRabTag = 7301;  // lane l sends with tag kRabTag + l, kMaxRabLanes tags at most
 
 class RabRun {
  public:
@@ -91,14 +102,14 @@ class RabRun {
     const std::size_t lanes = lanes_.size();
     for (std::size_t l = 0; l < lanes; ++l)
       plan_lane(static_cast<int>(l), partition_begin(count, lanes, l), partition_begin(count, lanes, l + 1));
+    if (pof2_ == 1)  // one rank: nothing to exchange, the sum is this rank's own vector
+      for (Lane& lane : lanes_) finish_owned_block(lane.owned);
     // Every lane has the same stages (empty where this rank has no exchange), and every
     // rank finishes them in the same order: stage by stage, lane by lane within a stage,
     // starting a lane's next stage as soon as its current one is done. A rank's exchange
     // (stage s, lane l) needs only its partner's (s, l), which the partner reaches once it
     // has finished every earlier (stage, lane) pair; so the order cannot deadlock, with or
     // without the send window. With one lane this is the plain sequence of exchanges.
-    if (pof2_ == 1)  // one rank: nothing to exchange, the sum is this rank's own vector
-      for (Lane& lane : lanes_) finish_owned_block(lane.owned);
     for (Lane& lane : lanes_) start(lane, 0);
     const std::size_t stages = lanes_.front().stages.size();
     for (std::size_t s = 0; s < stages; ++s) {
