@@ -231,10 +231,14 @@ double predict_allreduce_seconds(AllreduceAlgo algo, std::size_t bytes, int rank
                               std::string(allreduce_algo_name(algo)) + "' (ring, rab, rd)");
 }
 
+bool rab_lanes_modelled(const ModelLayout& layout, int lanes) {
+  return lanes == 1 || (layout.ranks_per_node == 1 && layout.link_share == 1);
+}
+
 double predict_rab_seconds(std::size_t bytes, int ranks, Compression compression, const AllreduceCostModel& m,
                            const ModelLayout& layout, int lanes) {
   if (lanes < 1) throw std::invalid_argument("predict_rab_seconds: lanes must be >= 1");
-  if (lanes > 1 && (layout.ranks_per_node != 1 || layout.link_share != 1))
+  if (!rab_lanes_modelled(layout, lanes))
     throw std::invalid_argument("predict_rab_seconds: lanes are modelled for one rank per node, one collective per link");
   if (lanes == 1 || ranks == 1 || bytes == 0)
     return predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, bytes, ranks, compression, 0, m, layout);

@@ -117,6 +117,8 @@ double predict_hier_seconds(std::size_t bytes, int nodes, int slices, int max_ra
 // (docs/collectives-cost-model.md, "rab in lanes").
 double predict_rab_seconds(std::size_t bytes, int ranks, Compression compression, const AllreduceCostModel& model,
                            const ModelLayout& layout, int lanes);
+// Whether predict_rab_seconds covers `lanes` lanes in `layout`.
+bool rab_lanes_modelled(const ModelLayout& layout, int lanes);
 
 // The most lanes the model considers (powers of two up to it).
 inline constexpr int kMaxModelRabLanes = 16;

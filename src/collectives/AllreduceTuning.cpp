@@ -62,7 +62,7 @@ void force_rab_lanes(AllreducePlan& plan, std::size_t bytes, const NodeLayout& l
   if (tuning.rab_lanes <= 0 || plan.rab_lanes == tuning.rab_lanes) return;
   plan.rab_lanes = tuning.rab_lanes;
   const ModelLayout where = model_layout(layout, tuning);
-  const bool modelled = tuning.rab_lanes == 1 || (where.ranks_per_node == 1 && where.link_share == 1);
+  const bool modelled = rab_lanes_modelled(where, tuning.rab_lanes);
   for (auto it = plan.predicted_s.begin(); it != plan.predicted_s.end(); ++it) {
     if (it->first != AllreduceAlgo::kRabenseifner) continue;
     if (modelled) it->second = predict_rab_seconds(bytes, layout.ranks, compression, model, where, plan.rab_lanes);

@@ -150,9 +150,11 @@ AllreducePlan MpiCommunicator::plan_allreduce(AllreduceAlgo algo, std::size_t by
       const ModelLayout where = model_layout(layout_, tuning_);
       if (algo == AllreduceAlgo::kRabenseifner) {
         // rab's lanes as auto would run it (across nodes the model's choice).
+        // Forced lanes with several ranks per node have no prediction.
         plan.rab_lanes = plan_rab_lanes(bytes, layout_, compression, tuning_, cost_model_);
-        plan.predicted_s.emplace_back(algo,
-                                      predict_rab_seconds(bytes, size_, compression, cost_model_, where, plan.rab_lanes));
+        if (rab_lanes_modelled(where, plan.rab_lanes))
+          plan.predicted_s.emplace_back(
+              algo, predict_rab_seconds(bytes, size_, compression, cost_model_, where, plan.rab_lanes));
       } else {
         plan.predicted_s.emplace_back(algo, predict_allreduce_seconds(algo, bytes, size_, compression,
                                                                       tuning_.rd_doubling_max_bytes, cost_model_,

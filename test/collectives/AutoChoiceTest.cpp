@@ -237,4 +237,10 @@ TEST_CASE("rab's lanes are modelled for one rank per node and one collective per
   CHECK(predict_rab_seconds(4 * kMiB, 128, kNone, m, eight, 1) ==
         predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, 4 * kMiB, 128, kNone, 2048, m, eight));
   CHECK_THROWS_AS(predict_rab_seconds(4 * kMiB, 128, kNone, m, ModelLayout{}, 0), std::invalid_argument);
+  // Forced lanes with eight ranks per node run, without a rab prediction.
+  AllreduceTuning forced;
+  forced.rab_lanes = 4;
+  const AllreducePlan plan = plan_auto_allreduce(4 * kMiB, NodeLayout{128, 16, 16, 8, 8}, kNone, forced, m);
+  CHECK(plan.rab_lanes == 4);
+  for (const auto& [algo, seconds] : plan.predicted_s) CHECK(algo != AllreduceAlgo::kRabenseifner);
 }
