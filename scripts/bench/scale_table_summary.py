@@ -7,7 +7,10 @@ Reads the markdown rows (a whole doc or a bare table; rows that are not table ce
 skipped) and prints one line per (ranks per node, Gbit/s) group, then the cells at >= 1 MiB
 over FACTOR.
 
-usage: scale_table_summary.py TABLE.md [--factor 1.5] [--per-node 1]
+With --before OLD.md, also the cells whose auto pick changed against OLD (same grid), with
+auto's time and auto / bound before and after.
+
+usage: scale_table_summary.py TABLE.md [--factor 1.5] [--per-node 1] [--before OLD.md]
 """
 import argparse
 import re
@@ -34,6 +37,7 @@ def main():
     parser.add_argument("table")
     parser.add_argument("--factor", type=float, default=1.5)
     parser.add_argument("--per-node", type=int, default=None)
+    parser.add_argument("--before", default=None)
     args = parser.parse_args()
     rows = [c for c in cells(args.table) if args.per_node is None or c["per_node"] == args.per_node]
     if not rows:
@@ -53,6 +57,14 @@ def main():
         if c["mib"] >= 1 and c["auto_bound"] > args.factor:
             print(f"  {c['per_node']} per node, {c['gbit']:g} Gbit/s, {c['label']}: auto {c['auto']} "
                   f"{c['auto_us']:g} us, {c['auto_bound']:.2f}x the bound")
+    if args.before:
+        old = {(c["per_node"], c["gbit"], c["label"]): c for c in cells(args.before)}
+        changed = [(old[(c["per_node"], c["gbit"], c["label"])], c) for c in rows
+                   if (c["per_node"], c["gbit"], c["label"]) in old and old[(c["per_node"], c["gbit"], c["label"])]["auto"] != c["auto"]]
+        print(f"auto's pick changed against {args.before} in {len(changed)} cells:")
+        for a, c in changed:
+            print(f"  {c['per_node']} per node, {c['gbit']:g} Gbit/s, {c['label']}: {a['auto']} {a['auto_us']:g} us "
+                  f"({a['auto_bound']:.2f}x the bound) -> {c['auto']} {c['auto_us']:g} us ({c['auto_bound']:.2f}x)")
 
 
 if __name__ == "__main__":
