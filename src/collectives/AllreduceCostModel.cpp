@@ -256,9 +256,10 @@ int choose_rab_lanes(std::size_t bytes, int ranks, Compression compression, cons
   // A lane's largest exchange (the fold's whole lane, else half of it) must
   // - hold at least one whole chunk: smaller lanes send k messages where one lane sends
   //   one in every round, and alpha, as calibrated, is a round's latency *and* its
-  //   per-message overhead (system calls, the cores), which lanes do not overlap while the
-  //   model's lanes would (on the 2-4 node record's 1 Gbit links it would take 16 lanes
-  //   from 4 to 256 KiB for 5-40% that no measurement shows);
+  //   per-message overhead (system calls, the cores), which lanes multiply and do not
+  //   overlap while the model's lanes would (without this rule the model puts 16 lanes
+  //   13-40% ahead of one at 4-64 KiB on the 2-4 node record's 1 Gbit/s links, where no
+  //   measurement exists);
   // - fit in rab's send window: past it, a lane's remaining chunks go only once the rank
   //   has come round to that lane, and the link idles meanwhile (the replay at 128 ranks,
   //   16 MiB, 100 Gbit/s: 4 lanes 4.56 ms with the window of 16 chunks, 3.61 ms without,
