@@ -14,6 +14,7 @@
 #include "collectives/CostCalibration.h"
 #include "collectives/MpiCommunicator.h"
 #include "collectives/MpiEnvironment.h"
+#include "collectives/RabenseifnerAllreduce.h"
 
 namespace {
 
@@ -31,6 +32,7 @@ struct Options {
   double net_chunk_kb = (65536 - 128) / 1024.0;
   int recv_depth = 2;
   int rab_window = static_cast<int>(ringtrain::AllreduceTuning{}.rab_send_window);
+  int rab_lanes = 0;
   double ps_chunk_kb = 1024;
   std::string auto_ring_min_shm = "4M";
   std::string rd_doubling_max = "2K";
@@ -66,6 +68,7 @@ ringtrain::BenchConfig make_config(const Options& o) {
   config.tuning.ring_chunk_bytes_network = static_cast<std::size_t>(o.net_chunk_kb * 1024);
   config.tuning.ring_recv_depth = o.recv_depth;
   config.tuning.rab_send_window = static_cast<std::size_t>(o.rab_window);
+  config.tuning.rab_lanes = o.rab_lanes;
   config.tuning.ps_chunk_bytes = static_cast<std::size_t>(o.ps_chunk_kb * 1024);
   config.tuning.auto_ring_min_bytes_single_host = ringtrain::parse_byte_size(o.auto_ring_min_shm);
   config.tuning.rd_doubling_max_bytes = ringtrain::parse_byte_size(o.rd_doubling_max);
@@ -164,6 +167,11 @@ void add_tuning_options(CLI::App& app, Options& o) {
                  "rab: chunks a rank sends ahead of its partner's in a round (0: all at once)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--rab-lanes", o.rab_lanes,
+                 "rab: lanes, parts of the vector run as rabs of their own at once (0: the cost "
+                 "model chooses, 1 on one host; auto's rab too)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, ringtrain::kMaxRabLanes));
   app.add_option("--ps-chunk-kb", o.ps_chunk_kb, "parameter-server chunk (KiB)")
       ->capture_default_str();
   app.add_option("--auto-ring-min-shm", o.auto_ring_min_shm,
@@ -186,7 +194,7 @@ void print_header(const ringtrain::MpiCommunicator& comm, const std::vector<std:
     const auto plan = comm.plan_allreduce(ringtrain::AllreduceAlgo::kAuto, bytes,
                                           ringtrain::Compression::kNone);
     choices += (choices.empty() ? "" : ", ") + std::to_string(bytes >> 10) + "K " +
-               std::string(ringtrain::allreduce_algo_name(plan.algo));
+               ringtrain::allreduce_plan_label(plan);
     if (bytes == (std::size_t{64} << 20)) choices += " (" + plan.basis + ")";
   }
   std::cout << "# allreduce_bench: " << comm.size() << " ranks, " << comm.library_version()
@@ -194,7 +202,9 @@ void print_header(const ringtrain::MpiCommunicator& comm, const std::vector<std:
             << " node(s), " << layout.nodes_with_several_ranks << " with several ranks; auto runs "
             << choices << ")"
             << "\n# ring chunk " << (comm.single_host() ? o.chunk_kb : o.net_chunk_kb) << " KiB x"
-            << o.recv_depth << ", rab window " << o.rab_window << ", transport " << o.compress
+            << o.recv_depth << ", rab window " << o.rab_window << ", rab lanes "
+            << (o.rab_lanes == 0 ? std::string("by the model") : std::to_string(o.rab_lanes))
+            << ", transport " << o.compress
             << ", warmup " << o.warmup
             << ", iters " << o.iters << " x best of " << o.repeats << ", op "
             << (o.mean ? "mean" : "sum")

@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "collectives/BenchRunner.h"
+#include "collectives/RabenseifnerAllreduce.h"
 #include "collectives/sim/AllreducePredictor.h"
 
 using namespace ringtrain;
@@ -30,9 +32,11 @@ struct Options {
   double delay_us = 0;
   double link_gbit = 1;
   int rab_window = static_cast<int>(AllreduceTuning{}.rab_send_window);
+  int rab_lanes = 0;
   bool scale_table = false;
   bool fidelity_grid = false;
   bool traffic = false;
+  bool with_model = false;
   std::string scale_np;
   std::string scale_per_node;
 };
@@ -59,12 +63,20 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--rab-window", o.rab_window,
                  "rab: chunks a rank sends ahead of its partner's in a round (0: all at once)")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  app.add_option("--rab-lanes", o.rab_lanes,
+                 "rab: lanes, parts of the vector run as rabs of their own at once (0: the cost model "
+                 "chooses, with the model of the link rate)")
+      ->capture_default_str()->check(CLI::Range(0, kMaxRabLanes));
   app.add_flag("--scale-table", o.scale_table, "markdown table: 8-1024 ranks x {1,8} per node x 64 KiB-256 MiB x "
                                                "{1,10,100} Gbit/s, auto against the fastest and the bound");
   app.add_option("--scale-np", o.scale_np, "with --scale-table: comma list of rank counts instead");
   app.add_option("--scale-per-node", o.scale_per_node, "with --scale-table: comma list of ranks per node instead");
   app.add_flag("--fidelity-grid", o.fidelity_grid, "CSV predictions for issue 22's emulated-cluster grid");
-  app.add_flag("--traffic", o.traffic, "bytes sent per (source, destination) rank of each algorithm and size");
+  app.add_flag("--with-model", o.with_model,
+               "after each row, the cost model's prediction (us) of each ring, rd and rab column ('-' for "
+               "the others), rab in its lanes: model against replay");
+  app.add_flag("--traffic", o.traffic,
+               "bytes and messages sent per (source, destination) rank of each algorithm and size");
 }
 
 std::vector<AllreduceAlgo> parse_algos(const Options& o, Compression compression) {
@@ -84,12 +96,41 @@ std::vector<AllreduceAlgo> parse_algos(const Options& o, Compression compression
   return algos;
 }
 
+// The cost model's prediction of `algo` as recorded here (rab in the lanes it ran in), in
+// us, or "-" where the model has none.
+std::string model_us(const Options& o, const PredictSetup& setup, AllreduceAlgo algo, std::size_t bytes) {
+  ModelLayout where;
+  if (o.np % o.ranks_per_node == 0) where.ranks_per_node = o.ranks_per_node;
+  where.chunk_bytes = setup.tuning.ring_chunk_bytes_network;
+  where.rab_send_window = setup.tuning.rab_send_window;
+  double seconds = 0.0;
+  if (algo == AllreduceAlgo::kRabenseifner) {
+    const int lanes = resolved_rab_lanes(request_for(algo, o.np, o.ranks_per_node, bytes, setup));
+    if (lanes > 1 && where.ranks_per_node > 1) return "-";
+    seconds = predict_rab_seconds(bytes, o.np, setup.compression, setup.model, where, lanes);
+  } else if (algo == AllreduceAlgo::kRing ||
+             (algo == AllreduceAlgo::kRecursiveDoubling && setup.compression == Compression::kNone)) {
+    seconds = predict_allreduce_seconds(algo, bytes, o.np, setup.compression, setup.tuning.rd_doubling_max_bytes,
+                                        setup.model, where);
+  } else {
+    return "-";
+  }
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1) << seconds * 1e6;
+  return text.str();
+}
+
 void print_predictions(const Options& o, const PredictSetup& setup, const NetworkParams& network) {
   const auto algos = parse_algos(o, setup.compression);
   std::cout << "# allreduce_sim: " << o.np << " ranks, " << o.ranks_per_node << " per node, " << o.link_gbit
             << " Gbit/s, delay " << o.delay_us << " us; predicted us per call\n# bytes";
   for (AllreduceAlgo a : algos) std::cout << ' ' << allreduce_algo_name(a);
-  std::cout << "  auto_runs bound_us\n";
+  std::cout << "  auto_runs bound_us rab_lanes";
+  if (o.with_model) {
+    std::cout << "  model:";
+    for (AllreduceAlgo a : algos) std::cout << ' ' << allreduce_algo_name(a);
+  }
+  std::cout << '\n';
   for (std::size_t bytes : parse_size_list(o.sizes)) {
     std::cout << bytes;
     AllreduceAlgo pick = AllreduceAlgo::kRing;
@@ -100,19 +141,28 @@ void print_predictions(const Options& o, const PredictSetup& setup, const Networ
       if (a == AllreduceAlgo::kAuto) pick = p.algo;
       std::cout << ' ' << std::fixed << std::setprecision(1) << p.seconds[0] * 1e6;
     }
+    // rab_lanes: the lanes rab runs in here, forced or auto's (the same model choice).
     std::cout << "  " << allreduce_algo_name(resolved_algo(request_for(AllreduceAlgo::kAuto, o.np, o.ranks_per_node, bytes, setup)))
-              << ' ' << bound_seconds(o.np, o.ranks_per_node, bytes, network) * 1e6 << '\n';
+              << ' ' << bound_seconds(o.np, o.ranks_per_node, bytes, network) * 1e6 << ' '
+              << resolved_rab_lanes(request_for(AllreduceAlgo::kRabenseifner, o.np, o.ranks_per_node, bytes, setup));
+    if (o.with_model) {
+      std::cout << "  model:";
+      for (AllreduceAlgo a : algos) std::cout << ' ' << model_us(o, setup, a, bytes);
+    }
+    std::cout << '\n';
     (void)pick;
   }
 }
 
 void print_traffic(const Options& o, const PredictSetup& setup) {
-  std::cout << "# algo bytes src dst sent_bytes\n";
+  std::cout << "# algo bytes src dst sent_bytes messages\n";
   for (AllreduceAlgo a : parse_algos(o, setup.compression)) {
     for (std::size_t bytes : parse_size_list(o.sizes)) {
       const Recording r = record_allreduce(request_for(a, o.np, o.ranks_per_node, bytes, setup));
+      const auto messages = messages_by_peer(r.schedule);
       for (const auto& [pair, sent] : traffic_by_peer(r.schedule))
-        std::cout << allreduce_algo_name(a) << ' ' << bytes << ' ' << pair.first << ' ' << pair.second << ' ' << sent << '\n';
+        std::cout << allreduce_algo_name(a) << ' ' << bytes << ' ' << pair.first << ' ' << pair.second << ' ' << sent
+                  << ' ' << messages.at(pair) << '\n';
     }
   }
 }
@@ -122,6 +172,7 @@ int run(const Options& o) {
   setup.compression = parse_compression(o.compress);
   setup.model = o.tuning.empty() ? o.model : read_cost_model(o.tuning);
   setup.tuning.rab_send_window = static_cast<std::size_t>(o.rab_window);
+  setup.tuning.rab_lanes = o.rab_lanes;
   NetworkParams network = NetworkParams::from_cost_model(setup.model);
   network.shm_alpha_s = o.extra.shm_alpha_s;
   network.shm_beta_s_per_byte = o.extra.shm_beta_s_per_byte;
@@ -143,6 +194,10 @@ int run(const Options& o) {
   } else {
     network = at_link_rate(network, o.link_gbit);
     network.delay_s = o.delay_us * 1e-6;
+    // auto's choice and rab's lanes by the model of this link rate, as calibrating on it
+    // would give (the scale table does the same per row).
+    setup.model.beta_s_per_byte /= o.link_gbit;
+    setup.model.rendezvous_beta_s_per_byte /= o.link_gbit;
     print_predictions(o, setup, network);
   }
   return 0;

@@ -32,6 +32,7 @@ constexpr Key kKeys[] = {
     {"eager_limit_bytes", &AllreduceCostModel::eager_limit_bytes},
     {"choice_margin", &AllreduceCostModel::choice_margin},
     {"hier_margin", &AllreduceCostModel::hier_margin},
+    {"lanes_margin", &AllreduceCostModel::lanes_margin},
 };
 
 std::string key_list() {
@@ -127,6 +128,53 @@ double rab_seconds(const Call& c, const AllreduceCostModel& m) {
   return t;
 }
 
+// rab in k lanes (one rank per node, one collective per link), played out in the order
+// the code runs them (RabenseifnerAllreduce.cpp): every lane's first stage is posted at
+// once; then stage by stage, lane by lane, the rank waits for the lane's chunks (each
+// arrives alpha after its bytes crossed the link) and adds each as it comes, waits for its
+// own sends to leave, and posts the lane's next stage. Every rank does the same (a rank's
+// partner's bytes come in on its link as its own go out), so one rank's link and clock
+// stand for all. A stage of x bytes per lane costs about the larger of one lane's latency
+// and its bytes, and the link's k x bytes: one lane's latency overlaps the others'
+// transfers. The fold and unfold are stages of a whole lane. k = 1 gives rab_seconds.
+double rab_lanes_seconds(const Call& c, const AllreduceCostModel& m, int lanes) {
+  if (lanes == 1) return rab_seconds(c, m);
+  const int q = pof2_below(c.p);
+  const auto k = static_cast<std::size_t>(lanes);
+  const double beta = m.beta_s_per_byte;
+  const double g = c.n_per_w() * m.gamma_s_per_byte;
+  std::vector<std::pair<double, bool>> stages;  // (wire bytes per lane, reduce)
+  const double lane = c.w / lanes;
+  std::vector<double> rounds;
+  for (double x = lane, mask = 1; mask < q; mask *= 2) rounds.push_back(x /= 2);
+  if (q != c.p) stages.emplace_back(lane, true);
+  for (double x : rounds) stages.emplace_back(x, true);
+  for (auto it = rounds.rbegin(); it != rounds.rend(); ++it) stages.emplace_back(*it, false);
+  if (q != c.p) stages.emplace_back(lane, false);
+  double link = 0.0;   // when the rank's link is free
+  double clock = 0.0;  // the rank's own time
+  std::vector<double> start(k), sent(k);  // the lane's stage in flight: its bytes start, have left
+  const auto post = [&](std::size_t l, double x, double at) {
+    start[l] = std::max(at, link);
+    link = sent[l] = start[l] + x * beta;
+  };
+  for (std::size_t l = 0; l < k; ++l) post(l, stages.front().first, 0.0);
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const auto [x, reduce] = stages[s];
+    for (std::size_t l = 0; l < k; ++l) {
+      const double chunks = std::max(1.0, std::ceil(x / c.chunk));
+      for (double i = 1; i <= chunks; ++i) {  // chunk i arrives, then is added
+        const double arrived = std::min(i * c.chunk, x);
+        clock = std::max(clock, start[l] + arrived * beta + m.alpha_s);
+        if (reduce) clock += (arrived - std::min((i - 1) * c.chunk, x)) * g;
+      }
+      clock = std::max(clock, sent[l]);
+      if (s + 1 < stages.size()) post(l, stages[s + 1].first, clock);
+    }
+  }
+  return clock;
+}
+
 // rd: whole messages. A message of b bytes across nodes costs alpha + b beta f eagerly, or
 // 3 alpha + b rendezvous_beta f above the eager limit (request, clear to send, data), with
 // f = L x share flows on the link; within a node shm_alpha + b copy.
@@ -183,6 +231,63 @@ double predict_allreduce_seconds(AllreduceAlgo algo, std::size_t bytes, int rank
                               std::string(allreduce_algo_name(algo)) + "' (ring, rab, rd)");
 }
 
+bool rab_lanes_modelled(const ModelLayout& layout, int lanes) {
+  return lanes == 1 || (layout.ranks_per_node == 1 && layout.link_share == 1);
+}
+
+double predict_rab_seconds(std::size_t bytes, int ranks, Compression compression, const AllreduceCostModel& m,
+                           const ModelLayout& layout, int lanes) {
+  if (lanes < 1) throw std::invalid_argument("predict_rab_seconds: lanes must be >= 1");
+  if (!rab_lanes_modelled(layout, lanes))
+    throw std::invalid_argument("predict_rab_seconds: lanes are modelled for one rank per node, one collective per link");
+  if (lanes == 1 || ranks == 1 || bytes == 0)
+    return predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, bytes, ranks, compression, 0, m, layout);
+  Call c;
+  c.n = static_cast<double>(bytes);
+  c.w = compression == Compression::kNone ? c.n : c.n / 2;
+  c.p = ranks;
+  c.chunk = static_cast<double>(layout.chunk_bytes);
+  return rab_lanes_seconds(c, m, lanes);
+}
+
+int choose_rab_lanes(std::size_t bytes, int ranks, Compression compression, const AllreduceCostModel& model,
+                     const ModelLayout& layout) {
+  if (ranks <= 1 || layout.ranks_per_node != 1 || layout.link_share != 1) return 1;
+  // A lane's largest exchange (the fold's whole lane, else half of it) must
+  // - hold at least one whole chunk: smaller lanes send k messages where one lane sends
+  //   one in every round, and alpha, as calibrated, is a round's latency *and* its
+  //   per-message overhead (system calls, the cores), which lanes multiply and do not
+  //   overlap while the model's lanes would (without this rule the model puts 16 lanes
+  //   13-40% ahead of one at 4-64 KiB on the 2-4 node record's 1 Gbit/s links, where no
+  //   measurement exists);
+  // - fit in rab's send window: past it, a lane's remaining chunks go only once the rank
+  //   has come round to that lane, and the link idles meanwhile (the replay at 128 ranks,
+  //   16 MiB, 100 Gbit/s: 4 lanes 4.56 ms with the window of 16 chunks, 3.61 ms without,
+  //   3.74 ms in one lane).
+  const double wire = compression == Compression::kNone ? static_cast<double>(bytes) : bytes / 2.0;
+  const bool folds = (ranks & (ranks - 1)) != 0;
+  const auto chunk = static_cast<double>(layout.chunk_bytes);
+  const auto fits = [&](int lanes) {
+    const double largest = wire / lanes / (folds ? 1 : 2);
+    if (largest < chunk) return false;
+    return layout.rab_send_window == 0 || std::ceil(largest / chunk) <= static_cast<double>(layout.rab_send_window);
+  };
+  // Lanes must lead one lane by more than lanes_margin; then the fastest count (the
+  // fewest on a tie). Not the fewest within choice_margin: where lanes straddle two stages
+  // the model is optimistic for few lanes (it lets a rank's outgoing and incoming link free
+  // up together; 128 ranks, 4 MiB, 100 Gbit/s: 4 lanes predicted 1184 us, replayed 1296 us;
+  // 16 lanes 1140 against 1166).
+  int best = 1;
+  double fastest = predict_rab_seconds(bytes, ranks, compression, model, layout, 1);
+  const double one_lane = fastest;
+  for (int lanes = 2; lanes <= kMaxModelRabLanes; lanes *= 2) {
+    if (!fits(lanes)) continue;
+    const double seconds = predict_rab_seconds(bytes, ranks, compression, model, layout, lanes);
+    if (seconds < fastest) best = lanes, fastest = seconds;
+  }
+  return one_lane > fastest * (1 + model.lanes_margin) ? best : 1;
+}
+
 AllreducePlan choose_by_cost_model(std::size_t bytes, int ranks, Compression compression,
                                    std::size_t doubling_max_bytes, const AllreduceCostModel& model,
                                    const ModelLayout& layout) {
@@ -190,11 +295,14 @@ AllreducePlan choose_by_cost_model(std::size_t bytes, int ranks, Compression com
   // node count), rd (measured below 4 MiB), rab (measured at 2 nodes only).
   AllreducePlan plan;
   plan.basis = "cost model";
+  plan.rab_lanes = choose_rab_lanes(bytes, ranks, compression, model, layout);
   for (const AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kRecursiveDoubling,
                                    AllreduceAlgo::kRabenseifner}) {
     if (algo == AllreduceAlgo::kRecursiveDoubling && compression != Compression::kNone) continue;
     plan.predicted_s.emplace_back(
-        algo, predict_allreduce_seconds(algo, bytes, ranks, compression, doubling_max_bytes, model, layout));
+        algo, algo == AllreduceAlgo::kRabenseifner
+                  ? predict_rab_seconds(bytes, ranks, compression, model, layout, plan.rab_lanes)
+                  : predict_allreduce_seconds(algo, bytes, ranks, compression, doubling_max_bytes, model, layout));
   }
   choose_within_margin(plan, model.choice_margin);
   return plan;

@@ -52,6 +52,15 @@ struct AllreduceCostModel {
   // the model's rab / hier is 8-30% low there (not isolated to one term; see
   // docs/collectives-cost-model.md, "Choice").
   double hier_margin = 0.10;
+  // rab runs in several lanes only when the model puts them more than this fraction ahead
+  // of one lane (choose_rab_lanes). 0.10: lanes have no measurement yet, and what they
+  // save is alpha, which as calibrated is a round's latency and its per-message overhead;
+  // lanes send up to k times the messages of one lane in the small rounds and overlap only
+  // the latency. On the 2-4 node record's 1 Gbit links the model's largest lane gain (with a
+  // lane's largest exchange at least one chunk) is 5.0% (4 nodes, 256 KiB), so those cells
+  // run one lane, as measured; at the scale table's 10 and 100 Gbit/s cells that miss the
+  // bound's 1.5x, lanes gain 15-25% (docs/collectives-cost-model.md, "rab in lanes").
+  double lanes_margin = 0.10;
 };
 
 // Where the ranks of a prediction sit: `ranks_per_node` consecutive ranks share a node
@@ -62,6 +71,9 @@ struct ModelLayout {
   int ranks_per_node = 1;
   int link_share = 1;
   std::size_t chunk_bytes = 65408;
+  // rab's send window in chunks (AllreduceTuning::rab_send_window; 0: none): rab runs in
+  // several lanes only where a lane's largest exchange fits in it (choose_rab_lanes).
+  std::size_t rab_send_window = 0;
 };
 
 // Predicted seconds of one all-reduce of `bytes` bytes of fp32 between `ranks` ranks placed
@@ -98,9 +110,31 @@ double predict_hier_seconds(std::size_t bytes, int nodes, int slices, int max_ra
                             Compression compression, std::size_t doubling_max_bytes,
                             const AllreduceCostModel& model, std::size_t chunk_bytes = 65408);
 
-// auto by the model: the predictions of ring, rd (fp32 only) and rab, in that order, and
-// the first of them within (1 + choice_margin) of the fastest. The same inputs give the
-// same choice on every rank (no clock, no randomness).
+// rab with its vector in `lanes` lanes (RabenseifnerAllreduce.h). lanes = 1 is
+// predict_allreduce_seconds's rab; lanes > 1 is modelled for one rank per node and one
+// collective per link only (throws std::invalid_argument otherwise): a stage of x wire
+// bytes per lane costs max(one lane's exchange of x, k x beta on the link)
+// (docs/collectives-cost-model.md, "rab in lanes").
+double predict_rab_seconds(std::size_t bytes, int ranks, Compression compression, const AllreduceCostModel& model,
+                           const ModelLayout& layout, int lanes);
+// Whether predict_rab_seconds covers `lanes` lanes in `layout`.
+bool rab_lanes_modelled(const ModelLayout& layout, int lanes);
+
+// The most lanes the model considers (powers of two up to it).
+inline constexpr int kMaxModelRabLanes = 16;
+
+// rab's lanes: 1 unless the fastest of 2, 4, ..., kMaxModelRabLanes is predicted more than
+// lanes_margin ahead of one lane; then that fastest count. Only lane counts whose largest exchange is at least one chunk and fits
+// in layout.rab_send_window compete. 1 with several ranks per node or a shared link (not
+// modelled: there the node's ranks already overlap one's latency with another's transfer),
+// and for one rank.
+int choose_rab_lanes(std::size_t bytes, int ranks, Compression compression, const AllreduceCostModel& model,
+                     const ModelLayout& layout);
+
+// auto by the model: the predictions of ring, rd (fp32 only) and rab (with
+// choose_rab_lanes' lanes, in plan.rab_lanes), in that order, and the first of them within
+// (1 + choice_margin) of the fastest. The same inputs give the same choice on every rank
+// (no clock, no randomness).
 AllreducePlan choose_by_cost_model(std::size_t bytes, int ranks, Compression compression,
                                    std::size_t doubling_max_bytes, const AllreduceCostModel& model,
                                    const ModelLayout& layout = {});

@@ -46,7 +46,29 @@ ModelLayout model_layout(const NodeLayout& layout, const AllreduceTuning& tuning
       layout.ranks == layout.nodes * layout.min_ranks_per_node)
     where.ranks_per_node = layout.min_ranks_per_node;
   where.chunk_bytes = tuning.ring_chunk_bytes_network;
+  where.rab_send_window = tuning.rab_send_window;
   return where;
+}
+
+int plan_rab_lanes(std::size_t bytes, const NodeLayout& layout, Compression compression, const AllreduceTuning& tuning,
+                   const AllreduceCostModel& model) {
+  if (tuning.rab_lanes > 0) return tuning.rab_lanes;
+  if (layout.nodes <= 1) return 1;
+  return choose_rab_lanes(bytes, layout.ranks, compression, model, model_layout(layout, tuning));
+}
+
+void force_rab_lanes(AllreducePlan& plan, std::size_t bytes, const NodeLayout& layout, Compression compression,
+                     const AllreduceTuning& tuning, const AllreduceCostModel& model) {
+  if (tuning.rab_lanes <= 0 || plan.rab_lanes == tuning.rab_lanes) return;
+  plan.rab_lanes = tuning.rab_lanes;
+  const ModelLayout where = model_layout(layout, tuning);
+  const bool modelled = rab_lanes_modelled(where, tuning.rab_lanes);
+  for (auto it = plan.predicted_s.begin(); it != plan.predicted_s.end(); ++it) {
+    if (it->first != AllreduceAlgo::kRabenseifner) continue;
+    if (modelled) it->second = predict_rab_seconds(bytes, layout.ranks, compression, model, where, plan.rab_lanes);
+    else plan.predicted_s.erase(it);
+    return;
+  }
 }
 
 AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
@@ -83,6 +105,8 @@ AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
           plan_by_model.algo = AllreduceAlgo::kHierarchical;
     }
   }
+  // Forced lanes last: the choice above was made with the model's lanes.
+  force_rab_lanes(plan_by_model, bytes, layout, compression, tuning, model);
   return plan_by_model;
 }
 

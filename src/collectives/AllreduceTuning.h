@@ -25,6 +25,11 @@ struct AllreduceTuning {
   // (1 Gbit/s, MTU 1500) rab took 0.84x at 16 MiB and 0.74-0.88x at 64 MiB of its time with
   // every chunk posted at once (docs/benchmarks/allreduce-sim-fidelity-measured.md, "8 nodes").
   std::size_t rab_send_window = 16;
+  // rab: lanes, the parts of the vector that run as rabs of their own, all at once
+  // (RabenseifnerAllreduce.h). 0: the cost model chooses (choose_rab_lanes: 1 on one host,
+  // in hier's network phase and wherever more lanes do not pay); 1-kMaxRabLanes: forced
+  // (allreduce_bench and allreduce_sim --rab-lanes, tests).
+  int rab_lanes = 0;
   // Parameter server: rank 0 handles the gradient in chunks of this many bytes.
   std::size_t ps_chunk_bytes = 1024 * 1024;
   // rd: vectors up to this size use plain recursive doubling (whole vector, log2 p steps)
@@ -62,6 +67,17 @@ struct NodeLayout {
 // each (the ring and rab order ranks node by node); unequal nodes are predicted as one
 // rank per link (ranks_per_node 1). The chunk is the network chunk of the tuning.
 ModelLayout model_layout(const NodeLayout& layout, const AllreduceTuning& tuning);
+
+// The lanes rab runs in for a vector of `bytes` bytes: tuning.rab_lanes when > 0 (forced),
+// else across nodes the model's choice (choose_rab_lanes for model_layout), else 1.
+int plan_rab_lanes(std::size_t bytes, const NodeLayout& layout, Compression compression, const AllreduceTuning& tuning,
+                   const AllreduceCostModel& model);
+
+// tuning.rab_lanes > 0: rab runs with that many lanes whatever the model says; the plan's
+// rab prediction becomes the one for those lanes (dropped where the model has no lanes:
+// several ranks per node). The choice among algorithms was made with the model's lanes.
+void force_rab_lanes(AllreducePlan& plan, std::size_t bytes, const NodeLayout& layout, Compression compression,
+                     const AllreduceTuning& tuning, const AllreduceCostModel& model);
 
 AllreducePlan plan_auto_allreduce(std::size_t bytes, const NodeLayout& layout,
                                   Compression compression, const AllreduceTuning& tuning,

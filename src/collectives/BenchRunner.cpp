@@ -223,6 +223,8 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
       row.bytes = count * sizeof(float);
       row.count = count;
       row.algo = row_name(variants[a].algo, variants[a].compression);
+      const AllreducePlan plan = comm.plan_allreduce(variants[a].algo, row.bytes, variants[a].compression);
+      if (plan.algo == AllreduceAlgo::kRabenseifner) row.rab_lanes = plan.rab_lanes;
       double sums[2] = {best_us[a], local_errors[a]};
       comm.allreduce_sum(sums);
       double extremes[2] = {best_us[a], -best_us[a]};
@@ -261,10 +263,13 @@ std::vector<BenchPrediction> predict_bench_rows(const std::vector<BenchRow>& row
     if (algo != AllreduceAlgo::kRing && algo != AllreduceAlgo::kRabenseifner &&
         algo != AllreduceAlgo::kRecursiveDoubling)
       continue;
+    // rab as it ran: in row.rab_lanes lanes (the model covers lanes at one rank per node).
+    const bool lanes = algo == AllreduceAlgo::kRabenseifner && row.rab_lanes > 1;
     const double predicted =
-        1e6 * predict_allreduce_seconds(algo, row.bytes, ranks, compression, doubling_max_bytes, model);
-    out.push_back({row.bytes, row.algo, predicted, row.time_avg_us,
-                   row.time_avg_us > 0 ? predicted / row.time_avg_us - 1 : 0.0});
+        1e6 * (lanes ? predict_rab_seconds(row.bytes, ranks, compression, model, ModelLayout{}, row.rab_lanes)
+                     : predict_allreduce_seconds(algo, row.bytes, ranks, compression, doubling_max_bytes, model));
+    out.push_back({row.bytes, lanes ? row.algo + " x" + std::to_string(row.rab_lanes) : row.algo, predicted,
+                   row.time_avg_us, row.time_avg_us > 0 ? predicted / row.time_avg_us - 1 : 0.0});
   }
   return out;
 }

@@ -42,6 +42,7 @@ struct BenchRow {
   double busbw_gbs = 0;      // algbw * 2(N-1)/N (nccl-tests' all-reduce bus bandwidth)
   double vs_mpi = 0;         // busbw / busbw of mpi at this size (0 when not measured)
   std::uint64_t errors = 0;  // mismatching elements, summed over ranks
+  int rab_lanes = 1;         // the lanes rab ran in (auto's rab included); 1 for other algorithms
 };
 
 // "4", "64K", "256M", "1G" (binary multiples) -> bytes; throws std::invalid_argument.
@@ -69,7 +70,7 @@ std::vector<BenchRow> run_allreduce_bench(Communicator& comm, const BenchConfig&
 // A measured row beside the cost model's prediction (one rank per node assumed).
 struct BenchPrediction {
   std::size_t bytes = 0;
-  std::string algo;
+  std::string algo;  // the row's name, with " xK" for rab in K > 1 lanes (predicted for them)
   double predicted_us = 0;
   double measured_us = 0;  // the row's time_avg_us
   double error = 0;        // predicted / measured - 1

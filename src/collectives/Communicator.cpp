@@ -40,6 +40,12 @@ std::string_view allreduce_algo_name(AllreduceAlgo algo) {
                               std::to_string(static_cast<int>(algo)));
 }
 
+std::string allreduce_plan_label(const AllreducePlan& plan) {
+  std::string label(allreduce_algo_name(plan.algo));
+  if (plan.algo == AllreduceAlgo::kRabenseifner && plan.rab_lanes > 1) label += " x" + std::to_string(plan.rab_lanes);
+  return label;
+}
+
 void Communicator::allreduce(std::span<float> data, AllreduceAlgo algo, bool mean,
                              Compression compression) {
   // Validate the enums on every path, the one-rank one included, so a bad value is

@@ -51,7 +51,14 @@ struct AllreducePlan {
   // modelled").
   std::string basis;
   std::vector<std::pair<AllreduceAlgo, double>> predicted_s;
+  // rab's lanes (RabenseifnerAllreduce.h) when algo is rab, and the lanes rab's prediction
+  // in predicted_s is for; 1 otherwise.
+  int rab_lanes = 1;
 };
+
+// What a plan runs, as the start line, summary.json's plans, allreduce_bench and the
+// simulator's tables name it: the algorithm, and "rab xK" for rab in K > 1 lanes.
+std::string allreduce_plan_label(const AllreducePlan& plan);
 
 class Communicator {
  public:

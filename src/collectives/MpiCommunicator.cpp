@@ -147,10 +147,21 @@ AllreducePlan MpiCommunicator::plan_allreduce(AllreduceAlgo algo, std::size_t by
     const bool modelled = algo == AllreduceAlgo::kRing || algo == AllreduceAlgo::kRabenseifner ||
                           (algo == AllreduceAlgo::kRecursiveDoubling && compression == Compression::kNone);
     if (modelled && layout_.nodes > 1) {
-      plan.predicted_s.emplace_back(algo, predict_allreduce_seconds(algo, bytes, size_, compression,
-                                                                    tuning_.rd_doubling_max_bytes,
-                                                                    cost_model_, model_layout(layout_, tuning_)));
+      const ModelLayout where = model_layout(layout_, tuning_);
+      if (algo == AllreduceAlgo::kRabenseifner) {
+        // rab's lanes as auto would run it (across nodes the model's choice).
+        // Forced lanes with several ranks per node have no prediction.
+        plan.rab_lanes = plan_rab_lanes(bytes, layout_, compression, tuning_, cost_model_);
+        if (rab_lanes_modelled(where, plan.rab_lanes))
+          plan.predicted_s.emplace_back(
+              algo, predict_rab_seconds(bytes, size_, compression, cost_model_, where, plan.rab_lanes));
+      } else {
+        plan.predicted_s.emplace_back(algo, predict_allreduce_seconds(algo, bytes, size_, compression,
+                                                                      tuning_.rd_doubling_max_bytes, cost_model_,
+                                                                      where));
+      }
     }
+    force_rab_lanes(plan, bytes, layout_, compression, tuning_, cost_model_);
     if (algo == AllreduceAlgo::kHierarchical && layout_.nodes > 1 && layout_.nodes_with_several_ranks > 0) {
       plan.predicted_s.emplace_back(
           algo, predict_hier_seconds(bytes, layout_.nodes, layout_.min_ranks_per_node,
@@ -177,8 +188,10 @@ void MpiCommunicator::across_nodes(std::span<float> data, float scale, Compressi
                                  stats_);
       return;
     case AllreduceAlgo::kRabenseifner:
+      // The model's lanes: one when S slices share the link (lanes are modelled for one
+      // collective per link), not forced (tuning.rab_lanes is for the flat rab).
       rabenseifner_allreduce(cross_comm_, data, scale, compression, ring_options(true).chunk_bytes,
-                             tuning_.rab_send_window, {}, scratch_, stats_);
+                             tuning_.rab_send_window, {}, plan.rab_lanes, scratch_, stats_);
       return;
     default:
       ring_allreduce(cross_comm_, data, scale, compression, ring_options(true), scratch_, stats_);
@@ -187,7 +200,8 @@ void MpiCommunicator::across_nodes(std::span<float> data, float scale, Compressi
 
 void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo, float scale,
                                        Compression compression) {
-  algo = resolve(algo, data.size_bytes(), compression);
+  const AllreducePlan plan = plan_allreduce(algo, data.size_bytes(), compression);
+  algo = plan.algo;
   StallRecord::instance().set_operation(stall_operation(algo));
   if (compression != Compression::kNone &&
       (algo == AllreduceAlgo::kMpi || algo == AllreduceAlgo::kRecursiveDoubling)) {
@@ -213,7 +227,7 @@ void MpiCommunicator::allreduce_scaled(std::span<float> data, AllreduceAlgo algo
     case AllreduceAlgo::kRabenseifner:
       rabenseifner_allreduce(comm_, data, scale, compression,
                              ring_options(!single_host()).chunk_bytes, tuning_.rab_send_window,
-                             ring_order_, scratch_, stats_);
+                             ring_order_, plan.rab_lanes, scratch_, stats_);
       return;
     case AllreduceAlgo::kParameterServer:
       parameter_server_allreduce(comm_, data, scale, compression, tuning_.ps_chunk_bytes, scratch_,

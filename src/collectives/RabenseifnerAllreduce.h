@@ -18,6 +18,9 @@
 
 namespace ringtrain {
 
+// The most lanes rab runs (its tags are 7301 + lane, below the calibration's 7401).
+inline constexpr int kMaxRabLanes = 64;
+
 // data <- (sum over the ranks of `comm`) * scale, in place. Every message is at most
 // `chunk_bytes` on the wire (keep it below the TCP eager limit across hosts). Every rank
 // passes the same data.size(), scale and compression and ends with bit-identical data.
@@ -29,13 +32,26 @@ namespace ringtrain {
 // result does not depend on it.
 // `order` lists the ranks of comm node by node (empty: rank order): rab numbers the ranks
 // by their place in it, so the nearest partners share a node.
+// `lanes` (1 to kMaxRabLanes): the vector is cut into that many contiguous parts
+// (EvenPartition.h), each a complete Rabenseifner of its own (its own tag, the same
+// partners and block structure), all progressed together: a lane starts its next round as
+// soon as its current one is done, so its round latency overlaps the other lanes'
+// transfers, where one lane would pay its 2 log2 p latencies and its bytes one after the
+// other. Every rank ends with the same bits for any `lanes`. With fp32 transport they are
+// also the same bits for every lane count: an element's sum is the same tree of pairwise
+// additions whichever rank owns it (a + b == b + a). With 16-bit transport the owner adds
+// the partner's narrowed partial sum to its own fp32 one, so moving block boundaries moves
+// which partial is narrowed, and the last bits may differ between lane counts.
+// The cost model chooses the count (choose_rab_lanes, AllreduceCostModel.h).
 void rabenseifner_allreduce(MPI_Comm comm, std::span<float> data, float scale,
                             Compression compression, std::size_t chunk_bytes,
-                            std::size_t send_window, std::span<const int> order,
+                            std::size_t send_window, std::span<const int> order, int lanes,
                             AllreduceScratch& scratch, TrafficStats& stats);
 
 // Payload elements the rank at place `rank` of the order of `ranks` sends in one call of `count` elements (times
 // 4 bytes for fp32 transport, 2 for 16-bit); fp16's range agreement not included.
 std::uint64_t rab_elements_sent(std::size_t count, int ranks, int rank);
+// The same with the vector cut into `lanes` parts (each part's own rab).
+std::uint64_t rab_elements_sent(std::size_t count, int ranks, int rank, int lanes);
 
 }  // namespace ringtrain

@@ -129,7 +129,7 @@ std::string Trainer::State::plan_text() const {
     for (const auto& [a, seconds] : p.plan.predicted_s)
       predicted += fmt::format("{}{} {:.0f}", predicted.empty() ? "" : ", ", allreduce_algo_name(a), 1e6 * seconds);
     text += fmt::format("{}{} x {:.2f} MiB -> {} ({}{})", text.empty() ? "" : "; ", p.buckets,
-                        static_cast<double>(p.bytes) / (1 << 20), allreduce_algo_name(p.plan.algo), p.plan.basis,
+                        static_cast<double>(p.bytes) / (1 << 20), allreduce_plan_label(p.plan), p.plan.basis,
                         predicted.empty() ? "" : "; predicted us: " + predicted);
   }
   return " [" + text + "]";
@@ -143,6 +143,8 @@ Json Trainer::State::plan_json() const {
     j.set("bytes", p.bytes);
     j.set("buckets", p.buckets);
     j.set("algo", std::string(allreduce_algo_name(p.plan.algo)));
+    // rab's lanes (RabenseifnerAllreduce.h); 1 for every other algorithm.
+    j.set("lanes", p.plan.algo == AllreduceAlgo::kRabenseifner ? p.plan.rab_lanes : 1);
     j.set("basis", p.plan.basis);
     Json predicted = Json::object();
     for (const auto& [a, seconds] : p.plan.predicted_s) predicted.set(std::string(allreduce_algo_name(a)), 1e6 * seconds);

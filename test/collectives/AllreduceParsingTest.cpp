@@ -337,6 +337,7 @@ TEST_CASE("tuning file: written and read back; bad lines name the file and line"
   m.eager_limit_bytes = 4096;
   m.choice_margin = 0.1;
   m.hier_margin = 0.2;
+  m.lanes_margin = 0.3;
   write_cost_model(m, path, "test");
   const AllreduceCostModel back = read_cost_model(path);
   CHECK(back.alpha_s == Approx(m.alpha_s));
@@ -347,6 +348,7 @@ TEST_CASE("tuning file: written and read back; bad lines name the file and line"
   CHECK(back.eager_limit_bytes == m.eager_limit_bytes);
   CHECK(back.choice_margin == Approx(m.choice_margin));
   CHECK(back.hier_margin == Approx(m.hier_margin));
+  CHECK(back.lanes_margin == Approx(m.lanes_margin));
   CHECK(cost_model_text(back) == cost_model_text(m));
   const auto fails_with = [&](const std::string& text, const std::string& words) {
     {

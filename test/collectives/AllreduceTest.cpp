@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ExactValues.h"
 #include "collectives/AllreduceTuning.h"
 #include "collectives/CostCalibration.h"
 #include "collectives/MpiCheck.h"
@@ -22,6 +23,9 @@
 
 using namespace ringtrain;
 using ringtrain::test::all_ranks;
+using ringtrain::test::filled;
+using ringtrain::test::first_mismatch;
+using ringtrain::test::value;
 
 namespace {
 
@@ -32,33 +36,6 @@ const AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing,
                                 AllreduceAlgo::kRecursiveDoubling,
                                 AllreduceAlgo::kRabenseifner,
                                 AllreduceAlgo::kAuto};
-
-// Rank r's value at index i: an integer in [-8, 8] (distinct per rank and index pattern).
-float value(int rank, std::size_t i, int call = 0) {
-  return static_cast<float>(static_cast<int>((i * 31 + static_cast<std::size_t>(rank) * 17 +
-                                              static_cast<std::size_t>(call) * 5) %
-                                             17) -
-                            8);
-}
-
-std::vector<float> filled(int rank, std::size_t count, int call = 0) {
-  std::vector<float> data(count);
-  for (std::size_t i = 0; i < count; ++i) data[i] = value(rank, i, call);
-  return data;
-}
-
-// Index of the first mismatch against the exact sum (or mean), or -1.
-long first_mismatch(const std::vector<float>& data, int ranks, bool mean, int call = 0) {
-  const float scale = 1.0f / static_cast<float>(ranks);
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    int sum = 0;
-    for (int r = 0; r < ranks; ++r) sum += static_cast<int>(value(r, i, call));
-    float expected = static_cast<float>(sum);
-    if (mean) expected *= scale;
-    if (data[i] != expected) return static_cast<long>(i);
-  }
-  return -1;
-}
 
 std::vector<std::size_t> test_counts(int n) {
   std::vector<std::size_t> counts{0,
@@ -220,75 +197,6 @@ TEST_CASE("ring byte counters move 2(N-1)/N of the buffer, exactly for uneven se
     REQUIRE(all_ranks(d_sent == sent && d_received == received && comm.wait_seconds() >= wait0 &&
                       totals[0] == 8.0 * (n - 1) * static_cast<double>(count) &&
                       totals[1] == totals[0]));
-  }
-}
-
-TEST_CASE("rab moves 2(p-1) vectors in all, plus two per folded pair, as rab_elements_sent says") {
-  const int n = test::world_size();
-  const int r = test::world_rank();
-  int pof2 = 1;
-  while (pof2 * 2 <= n) pof2 *= 2;
-  for (std::size_t chunk : {std::size_t{12}, std::size_t{65408}}) {
-    MpiCommunicatorOptions options;
-    options.tuning.ring_chunk_bytes = chunk;
-    options.tuning.ring_chunk_bytes_network = chunk;
-    MpiCommunicator comm(MPI_COMM_WORLD, options);
-    for (std::size_t count : {std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{100003}}) {
-      for (Compression c : {Compression::kNone, Compression::kBf16}) {
-        const std::uint64_t element = c == Compression::kNone ? 4 : 2;
-        const std::uint64_t sent0 = comm.bytes_sent();
-        const std::uint64_t received0 = comm.bytes_received();
-        std::vector<float> data = filled(r, count);
-        comm.allreduce(data, AllreduceAlgo::kRabenseifner, false, c);
-        const std::uint64_t d_sent = comm.bytes_sent() - sent0;
-        double totals[2] = {static_cast<double>(d_sent),
-                            static_cast<double>(comm.bytes_received() - received0)};
-        MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        const double expected =
-            static_cast<double>(element) * (2.0 * (pof2 - 1) + 2.0 * (n - pof2)) * count;
-        INFO("chunk " << chunk << " count " << count << " transport " << compression_name(c)
-                      << " rank " << r << " sent " << d_sent << " total " << totals[0]
-                      << " expected " << expected);
-        REQUIRE(all_ranks(d_sent == element * rab_elements_sent(count, n, r) &&
-                          totals[0] == expected && totals[1] == expected &&
-                          first_mismatch(data, n, false) < 0));
-      }
-    }
-  }
-}
-
-TEST_CASE("rab's send window changes when chunks go, not the result: exact, and the same bits") {
-  const int n = test::world_size();
-  const int r = test::world_rank();
-  // Non-integer values, so the rounding would show any change in what is added where.
-  const auto rounded = [&](std::size_t count) {
-    std::vector<float> data(count);
-    for (std::size_t i = 0; i < count; ++i)
-      data[i] = 0.1f * static_cast<float>(r + 1) + 1e-3f * static_cast<float>(i % 977);
-    return data;
-  };
-  for (Compression c : {Compression::kNone, Compression::kBf16, Compression::kFp16}) {
-    for (std::size_t count : {std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{1000},
-                              std::size_t{4099}}) {
-      std::vector<float> reference;
-      for (std::size_t window : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3},
-                                 std::size_t{1000}}) {
-        MpiCommunicatorOptions options;
-        options.tuning.ring_chunk_bytes = 64;  // 8-16 elements: many chunks per round
-        options.tuning.ring_chunk_bytes_network = 64;
-        options.tuning.rab_send_window = window;
-        MpiCommunicator comm(MPI_COMM_WORLD, options);
-        std::vector<float> exact = filled(r, count);
-        comm.allreduce(exact, AllreduceAlgo::kRabenseifner, false, c);
-        std::vector<float> data = rounded(count);
-        comm.allreduce(data, AllreduceAlgo::kRabenseifner, true, c);
-        if (window == 0) reference = data;
-        const bool same = std::memcmp(data.data(), reference.data(), count * sizeof(float)) == 0;
-        INFO("transport " << compression_name(c) << " count " << count << " window " << window
-                          << " rank " << r << " same bits as window 0 " << same);
-        REQUIRE(all_ranks(first_mismatch(exact, n, false) < 0 && same));
-      }
-    }
   }
 }
 

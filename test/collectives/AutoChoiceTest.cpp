@@ -3,7 +3,10 @@
 // the choices of docs/benchmarks/allreduce-auto-choice.md's table pinned.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 
 #include "collectives/AllreduceCostModel.h"
 #include "collectives/AllreduceTuning.h"
@@ -160,4 +163,84 @@ TEST_CASE("auto at several ranks per node: hier where the fidelity runs measured
   const AllreducePlan bf16 = plan_auto_allreduce(64 * kMiB, NodeLayout{4, 2, 2, 2, 2}, Compression::kBf16, tuning, m);
   CHECK(predicted(bf16, AllreduceAlgo::kHierarchical) > 1.10 * predicted(bf16, AllreduceAlgo::kRabenseifner));
   CHECK(bf16.algo == AllreduceAlgo::kRabenseifner);
+}
+
+TEST_CASE("rab's lanes: one on the 2-4 node record's cells, so auto's choices there are as measured") {
+  // Every size from 1 KiB to 256 MiB at 2, 3 and 4 nodes (one rank each), fp32 and 16-bit,
+  // the built-in (1 Gbit/s) parameters: the lanes' largest gain there is 5.0% (4 nodes,
+  // 256 KiB), inside lanes_margin, so rab runs in one lane and its prediction, hence auto's
+  // choice, is what allreduce-auto-choice.md's script mirrors.
+  const AllreduceCostModel m;
+  const AllreduceTuning tuning;
+  for (int nodes : {2, 3, 4}) {
+    for (std::size_t bytes = kKiB; bytes <= 256 * kMiB; bytes *= 2) {
+      for (Compression c : {kNone, Compression::kBf16}) {
+        const AllreducePlan plan = plan_auto_allreduce(bytes, NodeLayout{nodes, nodes, 0}, c, tuning, m);
+        INFO(nodes << " nodes, " << bytes << " B, " << compression_name(c));
+        CHECK(plan.rab_lanes == 1);
+        CHECK(predicted(plan, AllreduceAlgo::kRabenseifner) ==
+              predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, bytes, nodes, c, 2048, m, model_layout(NodeLayout{nodes, nodes, 0}, tuning)));
+      }
+    }
+  }
+  // What keeps them at one lane is lanes_margin: without it 4 nodes take lanes at 256 KiB.
+  AllreduceCostModel no_margin = m;
+  no_margin.lanes_margin = 0;
+  CHECK(plan_auto_allreduce(256 * kKiB, NodeLayout{4, 4, 0}, kNone, tuning, no_margin).rab_lanes > 1);
+}
+
+TEST_CASE("rab's lanes where latency and bytes are alike: 128 ranks, 4 MiB, 100 Gbit/s") {
+  AllreduceCostModel m;
+  m.beta_s_per_byte /= 100;
+  m.rendezvous_beta_s_per_byte /= 100;
+  const AllreduceTuning tuning;
+  const NodeLayout layout{128, 128, 0};
+  const AllreducePlan plan = plan_auto_allreduce(4 * kMiB, layout, kNone, tuning, m);
+  const double one = predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, 4 * kMiB, 128, kNone, 2048, m,
+                                               model_layout(layout, tuning));
+  // 14 rounds of 50 us and 2 (127/128) n beta = 0.67 ms one after the other in one lane; in
+  // lanes one lane's latency overlaps the others' transfers.
+  CHECK(one > 14 * m.alpha_s + 2.0 * 127 / 128 * 4 * kMiB * m.beta_s_per_byte);
+  CHECK(plan.algo == AllreduceAlgo::kRabenseifner);
+  CHECK(plan.rab_lanes > 1);
+  CHECK(predicted(plan, AllreduceAlgo::kRabenseifner) * (1 + m.lanes_margin) < one);
+  CHECK(predicted(plan, AllreduceAlgo::kRabenseifner) ==
+        predict_rab_seconds(4 * kMiB, 128, kNone, m, model_layout(layout, tuning), plan.rab_lanes));
+  CHECK(allreduce_plan_label(plan) == "rab x" + std::to_string(plan.rab_lanes));
+  // The lanes' largest exchange stays within the send window (16 chunks of 65408 B) ...
+  for (std::size_t bytes : {4 * kMiB, 16 * kMiB, 64 * kMiB}) {
+    const int lanes = choose_rab_lanes(bytes, 128, kNone, m, model_layout(layout, tuning));
+    INFO(bytes << " B: " << lanes << " lanes");
+    CHECK((lanes == 1 || std::ceil(bytes / 2.0 / lanes / 65408) <= 16));
+  }
+  // ... and is at least one chunk: 256 KiB has room for 2 lanes at most.
+  CHECK(choose_rab_lanes(256 * kKiB, 128, kNone, m, model_layout(layout, tuning)) <= 2);
+  // Forced lanes replace the model's, with their prediction.
+  AllreduceTuning forced = tuning;
+  forced.rab_lanes = 3;
+  const AllreducePlan three = plan_auto_allreduce(4 * kMiB, layout, kNone, forced, m);
+  CHECK(three.rab_lanes == 3);
+  CHECK(predicted(three, AllreduceAlgo::kRabenseifner) ==
+        predict_rab_seconds(4 * kMiB, 128, kNone, m, model_layout(layout, tuning), 3));
+}
+
+TEST_CASE("rab's lanes are modelled for one rank per node and one collective per link only") {
+  AllreduceCostModel m;
+  m.beta_s_per_byte /= 100;
+  ModelLayout eight;
+  eight.ranks_per_node = 8;
+  ModelLayout shared;
+  shared.link_share = 4;
+  CHECK(choose_rab_lanes(4 * kMiB, 128, kNone, m, eight) == 1);
+  CHECK(choose_rab_lanes(4 * kMiB, 128, kNone, m, shared) == 1);
+  CHECK_THROWS_AS(predict_rab_seconds(4 * kMiB, 128, kNone, m, eight, 2), std::invalid_argument);
+  CHECK(predict_rab_seconds(4 * kMiB, 128, kNone, m, eight, 1) ==
+        predict_allreduce_seconds(AllreduceAlgo::kRabenseifner, 4 * kMiB, 128, kNone, 2048, m, eight));
+  CHECK_THROWS_AS(predict_rab_seconds(4 * kMiB, 128, kNone, m, ModelLayout{}, 0), std::invalid_argument);
+  // Forced lanes with eight ranks per node run, without a rab prediction.
+  AllreduceTuning forced;
+  forced.rab_lanes = 4;
+  const AllreducePlan plan = plan_auto_allreduce(4 * kMiB, NodeLayout{128, 16, 16, 8, 8}, kNone, forced, m);
+  CHECK(plan.rab_lanes == 4);
+  for (const auto& [algo, seconds] : plan.predicted_s) CHECK(algo != AllreduceAlgo::kRabenseifner);
 }

@@ -198,6 +198,7 @@ TEST_CASE("auto with one rank per node: summary.json names the cost model's choi
       INFO("bytes " << bytes << " " << p.dump());
       CHECK(p.at("basis").as_string() == "cost model");
       CHECK(p.at("algo").as_string() == allreduce_algo_name(expected.algo));
+      CHECK(p.at("lanes").as_int() == (expected.algo == AllreduceAlgo::kRabenseifner ? expected.rab_lanes : 1));
       for (const auto& [algo, seconds] : expected.predicted_s)
         CHECK(p.at("predicted_us").at(std::string(allreduce_algo_name(algo))).as_double() == Approx(1e6 * seconds));
     }

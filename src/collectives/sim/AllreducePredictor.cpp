@@ -78,42 +78,80 @@ std::vector<double> hier_seconds(int ranks, int per_node, std::size_t bytes, con
   return out;
 }
 
-using AlgoTimes = std::vector<std::pair<AllreduceAlgo, std::vector<double>>>;
+// rab's lanes are chosen by the model too (choose_rab_lanes), so rab is recorded like hier:
+// with each network's model, once per distinct lane count, replayed on the networks that
+// choose it. Returns the seconds and the lanes per network.
+std::pair<std::vector<double>, std::vector<int>> rab_seconds(int ranks, int per_node, std::size_t bytes,
+                                                             const PredictSetup& setup,
+                                                             const std::vector<NetworkParams>& networks,
+                                                             const std::vector<double>& gbits) {
+  std::vector<double> out(networks.size());
+  std::vector<int> lanes(networks.size());
+  std::map<int, std::vector<double>> by_lanes;
+  for (std::size_t i = 0; i < networks.size(); ++i) {
+    const PredictSetup at_rate = setup_at_rate(setup, gbits[i]);
+    lanes[i] = resolved_rab_lanes(request_for(AllreduceAlgo::kRabenseifner, ranks, per_node, bytes, at_rate));
+    auto it = by_lanes.find(lanes[i]);
+    if (it == by_lanes.end())
+      it = by_lanes.emplace(lanes[i], predict(AllreduceAlgo::kRabenseifner, ranks, per_node, bytes, at_rate, networks).seconds)
+               .first;
+    out[i] = it->second[i];
+  }
+  return {out, lanes};
+}
+
+// An algorithm's replayed times per network, and its name there ("rab xK" in K lanes).
+struct AlgoTime {
+  AllreduceAlgo algo;
+  std::vector<double> seconds;
+  std::vector<int> lanes;  // per network; empty: 1
+  std::string label(std::size_t n) const {
+    return allreduce_plan_label(AllreducePlan{algo, "", {}, lanes.empty() ? 1 : lanes[n]});
+  }
+};
+using AlgoTimes = std::vector<AlgoTime>;
 
 void write_scale_row(std::ostream& out, int ranks, int per_node, std::size_t bytes, double gbit,
                      const NetworkParams& network, const AlgoTimes& times, std::size_t n, AllreduceAlgo pick) {
-  auto best = times.front();
+  const AlgoTime* best = &times.front();
   std::string all;
-  for (const auto& t : times) {
-    if (t.second[n] < best.second[n]) best = t;
-    all += (all.empty() ? "" : ", ") + std::string(allreduce_algo_name(t.first)) + " " + micros(t.second[n]);
+  for (const AlgoTime& t : times) {
+    if (t.seconds[n] < best->seconds[n]) best = &t;
+    all += (all.empty() ? "" : ", ") + t.label(n) + " " + micros(t.seconds[n]);
   }
-  const auto chosen = std::find_if(times.begin(), times.end(), [&](const auto& t) { return t.first == pick; });
+  const auto chosen = std::find_if(times.begin(), times.end(), [&](const AlgoTime& t) { return t.algo == pick; });
   const double bound = bound_seconds(ranks, per_node, bytes, network);
-  const double auto_s = chosen->second[n];
+  const double auto_s = chosen->seconds[n];
   out << "| " << ranks << " | " << per_node << " | " << size_label(bytes) << " | " << gbit << " | "
-      << allreduce_algo_name(pick) << " | " << micros(auto_s) << " | " << allreduce_algo_name(best.first) << " | "
-      << micros(best.second[n]) << " | " << ratio(auto_s / best.second[n]) << " | " << micros(bound) << " | "
-      << ratio(best.second[n] / bound) << " | " << ratio(auto_s / bound) << " | " << all << " |\n";
+      << chosen->label(n) << " | " << micros(auto_s) << " | " << best->label(n) << " | "
+      << micros(best->seconds[n]) << " | " << ratio(auto_s / best->seconds[n]) << " | " << micros(bound) << " | "
+      << ratio(best->seconds[n] / bound) << " | " << ratio(auto_s / bound) << " | " << all << " |\n";
 }
 
 // One cell group of the scale table: every network for one (ranks, per node, size). Each
-// algorithm is recorded once and replayed on every network (hier once per network choice).
+// algorithm is recorded once and replayed on every network (hier once per network choice,
+// rab once per lane count). auto's rab runs in rab's lanes: both are choose_rab_lanes for
+// the network's model.
 void write_scale_rows(std::ostream& out, int ranks, int per_node, std::size_t bytes, const PredictSetup& setup,
                       const std::vector<NetworkParams>& networks, const std::vector<double>& gbits) {
   AlgoTimes times;
   for (AllreduceAlgo algo : simulated_algos(per_node, setup.compression)) {
     if (algo == AllreduceAlgo::kParameterServer) continue;  // ps: every byte through rank 0
     if (algo == AllreduceAlgo::kHierarchical) {
-      times.emplace_back(algo, hier_seconds(ranks, per_node, bytes, setup, networks, gbits));
+      times.push_back({algo, hier_seconds(ranks, per_node, bytes, setup, networks, gbits), {}});
       continue;
     }
-    times.emplace_back(algo, predict(algo, ranks, per_node, bytes, setup, networks).seconds);
+    if (algo == AllreduceAlgo::kRabenseifner) {
+      auto [seconds, lanes] = rab_seconds(ranks, per_node, bytes, setup, networks, gbits);
+      times.push_back({algo, std::move(seconds), std::move(lanes)});
+      continue;
+    }
+    times.push_back({algo, predict(algo, ranks, per_node, bytes, setup, networks).seconds, {}});
   }
   for (std::size_t n = 0; n < networks.size(); ++n) {
     AllreduceAlgo pick = auto_pick(ranks, per_node, bytes, setup, gbits[n]);
-    if (std::none_of(times.begin(), times.end(), [&](const auto& t) { return t.first == pick; }))
-      times.emplace_back(pick, predict(pick, ranks, per_node, bytes, setup, networks).seconds);
+    if (std::none_of(times.begin(), times.end(), [&](const AlgoTime& t) { return t.algo == pick; }))
+      times.push_back({pick, predict(pick, ranks, per_node, bytes, setup, networks).seconds, {}});
     write_scale_row(out, ranks, per_node, bytes, gbits[n], networks[n], times, n, pick);
   }
 }
@@ -139,6 +177,7 @@ Prediction predict(AllreduceAlgo algo, int ranks, int ranks_per_node, std::size_
   const Recording recording = record_allreduce(request_for(algo, ranks, ranks_per_node, bytes, setup));
   Prediction out;
   out.algo = recording.algo;
+  out.rab_lanes = recording.rab_lanes;
   out.exact = recording.exact;
   out.scale = static_cast<std::size_t>(recording.schedule.byte_scale);
   for (const NetworkParams& network : networks) out.seconds.push_back(simulate(recording.schedule, network).seconds);
@@ -175,6 +214,14 @@ std::map<std::pair<int, int>, std::uint64_t> traffic_by_peer(const Schedule& sch
         out[{r, op.peer}] += static_cast<std::uint64_t>(static_cast<double>(op.bytes) * schedule.byte_scale);
     }
   }
+  return out;
+}
+
+std::map<std::pair<int, int>, std::uint64_t> messages_by_peer(const Schedule& schedule) {
+  std::map<std::pair<int, int>, std::uint64_t> out;
+  for (int r = 0; r < schedule.ranks; ++r)
+    for (const Op& op : schedule.ops[static_cast<std::size_t>(r)])
+      if (op.kind == OpKind::kSend) ++out[{r, op.peer}];
   return out;
 }
 

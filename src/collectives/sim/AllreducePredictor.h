@@ -29,6 +29,7 @@ struct PredictSetup {
 
 struct Prediction {
   AllreduceAlgo algo = AllreduceAlgo::kRing;  // what ran (auto resolved)
+  int rab_lanes = 1;                          // rab's lanes; 1 for other algorithms
   std::vector<double> seconds;                // one per network asked for
   bool exact = false;                         // the recorded run computed the exact sum
   std::size_t scale = 1;                      // recorded this many times smaller
@@ -55,6 +56,8 @@ NetworkParams at_link_rate(NetworkParams calibrated_1gbit, double gbit);
 
 // Bytes sent per (source, destination) rank in one recorded call, scaled to its size.
 std::map<std::pair<int, int>, std::uint64_t> traffic_by_peer(const Schedule& schedule);
+// Messages (MPI_Isend calls) per (source, destination) rank in one recorded call.
+std::map<std::pair<int, int>, std::uint64_t> messages_by_peer(const Schedule& schedule);
 
 // Markdown: one row per (ranks, ranks per node, size, network): auto's pick and its time,
 // the fastest algorithm, auto / fastest, the bound, fastest / bound, auto / bound.

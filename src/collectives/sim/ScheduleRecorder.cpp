@@ -61,6 +61,12 @@ AllreduceAlgo resolved_algo(const RecordRequest& request) {
       .algo;
 }
 
+int resolved_rab_lanes(const RecordRequest& request) {
+  if (resolved_algo(request) != AllreduceAlgo::kRabenseifner) return 1;
+  return plan_rab_lanes(request.bytes, layout_of(request.ranks, request.ranks_per_node), request.compression,
+                        request.tuning, request.model);
+}
+
 Recording record_allreduce(const RecordRequest& request) {
   if (request.ranks < 2) throw std::invalid_argument("simulator: --np must be >= 2");
   if (request.ranks_per_node < 1) throw std::invalid_argument("simulator: --ranks-per-node must be >= 1");
@@ -69,6 +75,7 @@ Recording record_allreduce(const RecordRequest& request) {
     throw std::invalid_argument("simulator: mpi is Open MPI's own algorithm, not code it can record");
   Recording out;
   out.algo = resolved_algo(request);
+  out.rab_lanes = resolved_rab_lanes(request);
   const std::size_t scale = recording_scale(request);
   out.recorded_count = std::max<std::size_t>(1, request.bytes / sizeof(float) / scale);
   MpiCommunicatorOptions options;

@@ -36,6 +36,7 @@ inline constexpr std::size_t kMaxScale = 512;
 struct Recording {
   Schedule schedule;
   AllreduceAlgo algo = AllreduceAlgo::kRing;  // what ran (auto resolved)
+  int rab_lanes = 1;                          // rab's lanes (resolved_rab_lanes); 1 otherwise
   std::size_t recorded_count = 0;             // floats per rank in the recorded run
   bool exact = false;  // every rank ended with the exact sum (fp32 transport; integers)
 };
@@ -47,6 +48,8 @@ Recording record_allreduce(const RecordRequest& request);
 // What auto runs for the request's size and layout (plan_auto_allreduce); other algorithms
 // as they are.
 AllreduceAlgo resolved_algo(const RecordRequest& request);
+// The lanes rab runs in when the request resolves to rab (plan_rab_lanes); else 1.
+int resolved_rab_lanes(const RecordRequest& request);
 
 // The power of two the request is recorded smaller by (1: recorded as it is).
 std::size_t recording_scale(const RecordRequest& request);
