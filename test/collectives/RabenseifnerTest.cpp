@@ -20,6 +20,18 @@ using ringtrain::test::all_ranks;
 using ringtrain::test::filled;
 using ringtrain::test::first_mismatch;
 
+namespace {
+
+// Rank r's non-integer values: the rounding shows any change in what is added where.
+std::vector<float> rounded(int r, std::size_t count) {
+  std::vector<float> data(count);
+  for (std::size_t i = 0; i < count; ++i)
+    data[i] = 0.1f * static_cast<float>(r + 1) + 1e-3f * static_cast<float>(i % 977);
+  return data;
+}
+
+}  // namespace
+
 TEST_CASE("rab moves 2(p-1) vectors in all, plus two per folded pair, as rab_elements_sent says") {
   const int n = test::world_size();
   const int r = test::world_rank();
@@ -57,13 +69,6 @@ TEST_CASE("rab moves 2(p-1) vectors in all, plus two per folded pair, as rab_ele
 TEST_CASE("rab's send window changes when chunks go, not the result: exact, and the same bits") {
   const int n = test::world_size();
   const int r = test::world_rank();
-  // Non-integer values, so the rounding would show any change in what is added where.
-  const auto rounded = [&](std::size_t count) {
-    std::vector<float> data(count);
-    for (std::size_t i = 0; i < count; ++i)
-      data[i] = 0.1f * static_cast<float>(r + 1) + 1e-3f * static_cast<float>(i % 977);
-    return data;
-  };
   for (Compression c : {Compression::kNone, Compression::kBf16, Compression::kFp16}) {
     for (std::size_t count : {std::size_t{1}, static_cast<std::size_t>(n + 1), std::size_t{1000},
                               std::size_t{4099}}) {
@@ -77,7 +82,7 @@ TEST_CASE("rab's send window changes when chunks go, not the result: exact, and 
         MpiCommunicator comm(MPI_COMM_WORLD, options);
         std::vector<float> exact = filled(r, count);
         comm.allreduce(exact, AllreduceAlgo::kRabenseifner, false, c);
-        std::vector<float> data = rounded(count);
+        std::vector<float> data = rounded(r, count);
         comm.allreduce(data, AllreduceAlgo::kRabenseifner, true, c);
         if (window == 0) reference = data;
         const bool same = std::memcmp(data.data(), reference.data(), count * sizeof(float)) == 0;
@@ -97,12 +102,6 @@ TEST_CASE("rab's send window changes when chunks go, not the result: exact, and 
 TEST_CASE("rab in lanes: exact, the same bits on every rank, fp32 the same bits as one lane") {
   const int n = test::world_size();
   const int r = test::world_rank();
-  const auto rounded = [&](std::size_t count) {
-    std::vector<float> data(count);
-    for (std::size_t i = 0; i < count; ++i)
-      data[i] = 0.1f * static_cast<float>(r + 1) + 1e-3f * static_cast<float>(i % 977);
-    return data;
-  };
   // Rank 0's vector, for the comparison on every rank.
   const auto rank0 = [](std::vector<float> data) {
     MPI_Bcast(data.data(), static_cast<int>(data.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
@@ -123,7 +122,7 @@ TEST_CASE("rab in lanes: exact, the same bits on every rank, fp32 the same bits 
           REQUIRE(comm.plan_allreduce(AllreduceAlgo::kRabenseifner, count * 4, c).rab_lanes == lanes);
           std::vector<float> exact = filled(r, count);
           comm.allreduce(exact, AllreduceAlgo::kRabenseifner, false, c);
-          std::vector<float> data = rounded(count);
+          std::vector<float> data = rounded(r, count);
           comm.allreduce(data, AllreduceAlgo::kRabenseifner, true, c);
           if (lanes == 1 && window == 0) one_lane = data;
           const bool everywhere = std::memcmp(data.data(), rank0(data).data(), count * sizeof(float)) == 0 &&
