@@ -47,6 +47,11 @@ void TrainConfig::validate() const {
           fmt::format("--compress {} needs --allreduce ring, hier, ps, rab or auto ({} moves fp32 only)", compress,
                       allreduce));
   require(eval_every >= 0, "--eval-every must be >= 0");
+  require(loader_threads >= -1, fmt::format("--loader-threads must be >= 0 (got {})", loader_threads));
+  require(prefetch >= 1, fmt::format("--prefetch must be >= 1 (got {})", prefetch));
+  require(!(data.augment && data.crop.size > 0),
+          "--augment (pad-4 crop and flip) and --crop random-resized:SIZE are two augmentations: give one");
+  require(data.crop.size == 0 || data.name == "folder", "--crop applies to --dataset folder only");
   require(log_every >= 1, "--log-every must be >= 1");
   require(progress == "auto" || progress == "bar" || progress == "plain",
           fmt::format("--progress must be auto, bar or plain (got '{}')", progress));
@@ -96,6 +101,18 @@ Json TrainConfig::to_json() const {
   Json stdev = Json::array();
   for (float v : data.norm_std) stdev.push(v);
   j.set("std", std::move(stdev));
+  if (data.name == "folder") {
+    j.set("crop", data.crop.size);
+    j.set("crop_scale", Json(Json::Array{Json(data.crop.scale_min), Json(data.crop.scale_max)}));
+    j.set("crop_ratio", Json(Json::Array{Json(data.crop.ratio_min), Json(data.crop.ratio_max)}));
+    j.set("flip", data.crop.flip);
+    j.set("channels", data.channels);
+    j.set("max_pixels", static_cast<std::int64_t>(data.max_pixels));
+    j.set("val_fraction", data.val_fraction);
+    j.set("bad_images", data.skip_bad_images ? "skip" : "error");
+    j.set("loader_threads", loader_threads);
+    j.set("prefetch", prefetch);
+  }
   if (data.name == "synthetic") {
     j.set("synthetic_shape", data.synthetic_shape.str());
     j.set("synthetic_classes", data.synthetic_classes);

@@ -32,6 +32,9 @@ class Dataset {
     (void)augment_key;
     get(i, dst);
   }
+  // Samples that could not be read and were skipped (--bad-images skip), "path: error";
+  // empty for the in-memory formats, which fail when they load.
+  virtual std::vector<std::string> bad_images() const { return {}; }
   // Human-readable class names (may be "0".."K-1" when the format has none).
   virtual std::vector<std::string> class_names() const = 0;
 };

@@ -57,7 +57,7 @@ class FolderDataset final : public Dataset {
 
   // Files that failed to decode so far (--bad-images skip), "path: error", sorted; the
   // loader adds those whose header already failed.
-  std::vector<std::string> bad_images() const;
+  std::vector<std::string> bad_images() const override;
   void add_bad_image(std::string error) const;
 
   const FolderListing& listing() const noexcept { return listing_; }

@@ -1,6 +1,7 @@
 // Format sniffing, the pixel limit and file reading shared by the JPEG and PNG decoders.
 #include "images/ImageDecoder.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -43,7 +44,7 @@ DecodedImage decode_image(std::span<const std::uint8_t> bytes, const std::string
                                                               : decode_png(bytes, path, request);
 }
 
-std::vector<std::uint8_t> read_image_file(const std::string& path) {
+std::vector<std::uint8_t> read_image_file(const std::string& path, std::size_t max_bytes) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw std::runtime_error(fmt::format("{}: is a directory, expected an image file", path));
@@ -51,13 +52,25 @@ std::vector<std::uint8_t> read_image_file(const std::string& path) {
   if (!f) throw std::runtime_error(fmt::format("{}: cannot open ({}), expected a readable image file", path, std::strerror(errno)));
   std::vector<std::uint8_t> bytes;
   std::uint8_t chunk[1 << 16];
-  for (;;) {
-    const std::size_t n = std::fread(chunk, 1, sizeof chunk, f.get());
+  while (bytes.size() < max_bytes) {
+    const std::size_t want = std::min(sizeof chunk, max_bytes - bytes.size());
+    const std::size_t n = std::fread(chunk, 1, want, f.get());
     bytes.insert(bytes.end(), chunk, chunk + n);
-    if (n < sizeof chunk) break;
+    if (n < want) break;
   }
   if (std::ferror(f.get())) throw std::runtime_error(fmt::format("{}: read error, expected a readable image file", path));
   return bytes;
+}
+
+ImageHeader read_image_file_header(const std::string& path) {
+  constexpr std::size_t kPrefix = 64u << 10;
+  const std::vector<std::uint8_t> prefix = read_image_file(path, kPrefix);
+  if (prefix.size() < kPrefix) return read_image_header(prefix, path);
+  try {
+    return read_image_header(prefix, path);
+  } catch (const std::runtime_error&) {
+    return read_image_header(read_image_file(path), path);
+  }
 }
 
 }  // namespace ringtrain

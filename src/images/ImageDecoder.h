@@ -2,6 +2,7 @@
 // Every failure is a std::runtime_error naming the file and what was expected.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -18,8 +19,13 @@ ImageFormat sniff_image_format(std::span<const std::uint8_t> bytes, const std::s
 ImageHeader read_image_header(std::span<const std::uint8_t> bytes, const std::string& path);
 DecodedImage decode_image(std::span<const std::uint8_t> bytes, const std::string& path, const DecodeRequest& request);
 
-// The whole file, or std::runtime_error naming it (missing, unreadable, a directory).
-std::vector<std::uint8_t> read_image_file(const std::string& path);
+// The whole file (or its first max_bytes), or std::runtime_error naming it (missing,
+// unreadable, a directory).
+std::vector<std::uint8_t> read_image_file(const std::string& path, std::size_t max_bytes = SIZE_MAX);
+
+// The header from the file's first 64 KiB, or from the whole file when the header runs past
+// them (large EXIF or ICC blocks). Throws as read_image_header.
+ImageHeader read_image_file_header(const std::string& path);
 
 // Refuses width x height above max_pixels (or a zero size); shared by both decoders so
 // the message is the same.

@@ -59,6 +59,8 @@ TrainResult Trainer::State::train() {
     log->flush();
   }
   finish(pos.epoch, pos.global_step);
+  const LoaderStats loaders = step.loader_stats();
+  loader_row = {static_cast<double>(step.loader_threads()), loaders.busy_seconds, loaders.wall_seconds};
   if (snapshots) snapshots->finish();
   flush_steps();
   write_summary();
@@ -126,7 +128,11 @@ void Trainer::State::stop_inside_step(StepResult& r) {
 }
 
 TrainStep Trainer::State::make_step() {
-  TrainStepConfig step_config{config.batch_size, config.accumulate, config.seed, config.data.augment};
+  // A crop is the folder's augmentation: training draws it from the step's augment key.
+  TrainStepConfig step_config{config.batch_size, config.accumulate, config.seed,
+                              config.data.augment || config.data.crop.size > 0};
+  step_config.loader_threads = loader_threads();
+  step_config.prefetch = config.prefetch;
   step_config.logical_shards = config.logical_shards;
   if (rank == world - 1) step_config.straggler_ms = config.straggler_ms;  // the last rank, as in async mode
   TrainStep step(*model_, *optimizer, *data.train, step_config, rank, world);
