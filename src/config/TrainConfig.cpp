@@ -88,6 +88,20 @@ void TrainConfig::check_batch_memory(const ImageShape& sample) const {
   need(eval_batch_size, "--eval-batch-size", "the evaluation batch");
 }
 
+// --dataset folder's settings: what evaluation from a checkpoint needs to see the same images.
+void TrainConfig::set_folder_json(Json& j) const {
+  j.set("crop", data.crop.size);
+  j.set("crop_scale", Json(Json::Array{Json(data.crop.scale_min), Json(data.crop.scale_max)}));
+  j.set("crop_ratio", Json(Json::Array{Json(data.crop.ratio_min), Json(data.crop.ratio_max)}));
+  j.set("flip", data.crop.flip);
+  j.set("channels", data.channels);
+  j.set("max_pixels", static_cast<std::int64_t>(data.max_pixels));
+  j.set("val_fraction", data.val_fraction);
+  j.set("bad_images", data.skip_bad_images ? "skip" : "error");
+  j.set("loader_threads", loader_threads);
+  j.set("prefetch", prefetch);
+}
+
 Json TrainConfig::to_json() const {
   Json j = Json::object();
   j.set("model", model);
@@ -101,18 +115,7 @@ Json TrainConfig::to_json() const {
   Json stdev = Json::array();
   for (float v : data.norm_std) stdev.push(v);
   j.set("std", std::move(stdev));
-  if (data.name == "folder") {
-    j.set("crop", data.crop.size);
-    j.set("crop_scale", Json(Json::Array{Json(data.crop.scale_min), Json(data.crop.scale_max)}));
-    j.set("crop_ratio", Json(Json::Array{Json(data.crop.ratio_min), Json(data.crop.ratio_max)}));
-    j.set("flip", data.crop.flip);
-    j.set("channels", data.channels);
-    j.set("max_pixels", static_cast<std::int64_t>(data.max_pixels));
-    j.set("val_fraction", data.val_fraction);
-    j.set("bad_images", data.skip_bad_images ? "skip" : "error");
-    j.set("loader_threads", loader_threads);
-    j.set("prefetch", prefetch);
-  }
+  if (data.name == "folder") set_folder_json(j);
   if (data.name == "synthetic") {
     j.set("synthetic_shape", data.synthetic_shape.str());
     j.set("synthetic_classes", data.synthetic_classes);
@@ -182,7 +185,8 @@ std::string TrainConfig::fingerprint_text() const {
   for (const auto& [key, value] : j.as_object()) {
     // Overlap changes when buckets travel, not which or in what order: ranks may differ.
     // The tuning file's path too: its contents are compared across ranks where it is read.
-    if (key == "data_dir" || key == "snapshot_dir" || key == "tuning" || key == "resume" || key == "log_every" || key == "overlap" || key == "tensorboard") {
+    if (key == "data_dir" || key == "snapshot_dir" || key == "tuning" || key == "resume" || key == "log_every" || key == "overlap" || key == "tensorboard" ||
+        key == "loader_threads" || key == "prefetch") {  // loader threads never change a bit
       continue;
     }
     kept.set(key, value);

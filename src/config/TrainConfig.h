@@ -102,6 +102,9 @@ struct TrainConfig {
 
   // What must agree across ranks, as one canonical string (the fingerprint's input).
   std::string fingerprint_text() const;
+
+ private:
+  void set_folder_json(Json& j) const;
 };
 
 }  // namespace ringtrain
