@@ -166,9 +166,11 @@ std::string Trainer::State::batch_text() const {
 void Trainer::State::announce() {
   if (!root()) return;
   if (pos.global_step == 0) {
-    progress->note(fmt::format("ringtrain: {} on {} ({} train / {} test, {}), {}, {} params, all-reduce {}{}{}, {}",
+    progress->note(fmt::format("ringtrain: {} on {} ({} train / {} test, {}{}), {}, {} params, all-reduce {}{}{}, {}",
                                config.model, config.data.name, data.train->size(), data.test->size(),
-                               data.train->shape().str(), batch_text(), model_->num_params(),
+                               data.train->shape().str(),
+                               loader_threads() > 0 ? fmt::format(", {} loader thread(s)", loader_threads()) : "",
+                               batch_text(), model_->num_params(),
                                config.logical_shards > 0 ? "mpi (int64)" : config.allreduce,
                                config.logical_shards > 0 ? std::string() : plan_text(),
                                overlap ? " overlapped with backward" : "", placement()));

@@ -1,5 +1,6 @@
 // Image folders through the whole trainer under mpirun (np 1, 2):
-// - the same weights after N steps with 0 (inline), 1, 2 and 4 loader threads;
+// - the same weights after N steps with 0 (inline), 1, 2 and 4 loader threads, and the same
+//   evaluation;
 // - a mid-epoch resume with loader threads ends on the uninterrupted run's bits;
 // - a Fashion-MNIST slice as PNG files trains to the same bits as the same slice as IDX;
 // - a bad image mid-epoch ends every rank with an error (no hang), or is skipped and listed.
@@ -19,6 +20,8 @@
 #include "datasets/folder_test_util.h"
 #include "support/mpi_test_util.h"
 #include "support/trainer_test_util.h"
+#include "nn/Model.h"
+#include "run/Evaluate.h"
 #include "train/Trainer.h"
 
 using namespace ringtrain;
@@ -95,6 +98,18 @@ TEST_CASE("Random-resized crops: the same weights with 0, 1, 2 and 4 loader thre
     INFO(threads << " loader threads");
     CHECK(all_ranks(same_bits(train(c), inline_bits)));
   }
+}
+
+TEST_CASE("Evaluation of centre crops: the same loss and accuracy with and without loader threads", "[loader]") {
+  DatasetConfig data = folder_config("eval", fashion_folder() / "png").data;
+  data.crop.size = 24;
+  const DatasetSplits splits = load_dataset(data);
+  Model model("lenet5", splits.test->shape(), splits.test->classes());
+  MpiCommunicator world(MPI_COMM_WORLD);
+  const EvalResult inline_result = evaluate_model(world, model, *splits.test, 7, 0);
+  const EvalResult threaded = evaluate_model(world, model, *splits.test, 7, 3);
+  CHECK(inline_result.samples == kVal);
+  CHECK(all_ranks(threaded.loss == inline_result.loss && threaded.accuracy == inline_result.accuracy));
 }
 
 TEST_CASE("A mid-epoch resume with loader threads ends on the uninterrupted run's bits", "[loader]") {
