@@ -45,12 +45,25 @@ std::uint64_t FolderDataset::crop_key(std::uint64_t augment_key, std::size_t i) 
 }
 
 template <class Fill>
-void FolderDataset::with_image(std::size_t i, int min_w, int min_h, Fill&& fill, float* dst) const {
+void FolderDataset::with_image(std::size_t i, const CropBox* box, Fill&& fill, float* dst) const {
   DecodeRequest request;
   request.channels = options_.channels;
   request.max_pixels = options_.max_pixels;
-  request.min_width = min_w;
-  request.min_height = min_h;
+  if (box != nullptr) {
+    const FolderImageInfo& info = info_[i];
+    const int size = options_.crop.size;
+    // The smallest JPEG DCT scale that still gives the box at least size x size pixels.
+    request.min_width = static_cast<int>(std::ceil(info.width * size / box->width));
+    request.min_height = static_cast<int>(std::ceil(info.height * size / box->height));
+    // Only the box is decoded, with the filter's reach around it (at most box / size
+    // source pixels, more than it has in decoded ones) and 2 for the edge columns fancy
+    // upsampling treats as the image's edge, so the result equals a full decode's.
+    request.region_x = static_cast<int>(std::floor(box->x));
+    request.region_y = static_cast<int>(std::floor(box->y));
+    request.region_width = static_cast<int>(std::ceil(box->x + box->width)) - request.region_x;
+    request.region_height = static_cast<int>(std::ceil(box->y + box->height)) - request.region_y;
+    request.region_margin = static_cast<int>(std::ceil(std::max(box->width, box->height) / size)) + 2;
+  }
   const std::string& path = listing_.files[i].path;
   const DecodedImage image = decode_image(read_image_file(path), path, request);
   if (options_.crop.size == 0 && (image.width != shape_.width || image.height != shape_.height))
@@ -63,21 +76,20 @@ void FolderDataset::produce(std::size_t i, float* dst, std::uint64_t augment_key
   const Normalisation norm{mean_, std_};
   const CropConfig& crop = options_.crop;
   if (crop.size == 0) {
-    with_image(i, 0, 0, [&](const DecodedImage& image, float* out) { to_planar(image, norm, out); }, dst);
+    with_image(i, nullptr, [&](const DecodedImage& image, float* out) { to_planar(image, norm, out); }, dst);
     if (augment_ && augment_key != 0) shift_and_flip(i, dst, augment_key);
     return;
   }
   const FolderImageInfo& info = info_[i];
   const CropBox box = augment_ && augment_key != 0 ? random_resized_crop(info.width, info.height, crop, crop_key(augment_key, i))
                                                    : centre_crop(info.width, info.height, crop);
-  // The smallest JPEG DCT scale that still gives the box at least size x size pixels.
-  const int min_w = static_cast<int>(std::ceil(info.width * crop.size / box.width));
-  const int min_h = static_cast<int>(std::ceil(info.height * crop.size / box.height));
-  with_image(i, min_w, min_h,
+  with_image(i, &box,
              [&](const DecodedImage& image, float* out) {
-               const double sx = static_cast<double>(image.width) / info.width;
-               const double sy = static_cast<double>(image.height) / info.height;
-               const CropBox scaled{box.x * sx, box.y * sy, box.width * sx, box.height * sy, box.flip};
+               // The box in the decoded pixels: DCT-scaled, and relative to the region decoded.
+               const double sx = static_cast<double>(image.full_width) / info.width;
+               const double sy = static_cast<double>(image.full_height) / info.height;
+               const CropBox scaled{box.x * sx - image.offset_x, box.y * sy - image.offset_y, box.width * sx,
+                                    box.height * sy, box.flip};
                resample_box(image, scaled, crop.size, crop.size, norm, out);
              },
              dst);

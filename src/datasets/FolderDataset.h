@@ -78,9 +78,10 @@ class FolderDataset final : public Dataset {
   mutable std::mutex bad_mutex_;
   mutable std::vector<std::string> bad_;
 
-  // Decodes file i keeping at least min_w x min_h (JPEG DCT scaling) and calls fill with it.
+  // Decodes file i (with a box: only what resampling the box needs, as small as JPEG's DCT
+  // scaling allows) and calls fill with it.
   template <class Fill>
-  void with_image(std::size_t i, int min_w, int min_h, Fill&& fill, float* dst) const;
+  void with_image(std::size_t i, const CropBox* box, Fill&& fill, float* dst) const;
   void produce(std::size_t i, float* dst, std::uint64_t augment_key) const;
   void shift_and_flip(std::size_t i, float* dst, std::uint64_t augment_key) const;
 };

@@ -29,6 +29,16 @@ struct DecodeRequest {
   // decoded at the smallest DCT scale N/8 that keeps both (0: full size); PNG ignores it.
   int min_width = 0;
   int min_height = 0;
+  // The part of the image the caller will read, in source pixels (region_width 0: all),
+  // and how many decoded pixels around it it needs too (a resampling filter's reach). A
+  // JPEG decodes only those columns (jpeg_crop_scanline, from an iMCU boundary) and skips
+  // the rows above (jpeg_skip_scanlines); the rows below are skipped unconverted, so a
+  // damaged file fails whatever the region. PNG decodes everything.
+  int region_x = 0;
+  int region_y = 0;
+  int region_width = 0;
+  int region_height = 0;
+  int region_margin = 0;
 };
 
 struct DecodedImage {
@@ -39,6 +49,12 @@ struct DecodedImage {
   // The size before DCT scaling (equal to width/height for PNG and unscaled JPEG).
   int source_width = 0;
   int source_height = 0;
+  // The whole decoded (DCT-scaled) image's size, and where pixels' (0, 0) lies in it: a
+  // region's decode holds only part of it.
+  int full_width = 0;
+  int full_height = 0;
+  int offset_x = 0;
+  int offset_y = 0;
 };
 
 }  // namespace ringtrain

@@ -4,6 +4,8 @@
 // no destructor is skipped ([csetjmp.syn]); the session itself lives on the heap.
 #include "images/JpegDecoder.h"
 
+#include <algorithm>
+#include <cmath>
 #include <csetjmp>
 #include <cstdio>
 #include <memory>
@@ -78,6 +80,23 @@ void cmyk_to_output(const std::uint8_t* cmyk, std::uint8_t* dst, std::size_t pix
   }
 }
 
+// The decoded rows and columns [x0, x1) x [y0, y1) of a full_w x full_h decode that cover
+// the request's region and margin.
+struct Window {
+  int x0, x1, y0, y1;
+};
+
+Window region_window(const DecodeRequest& r, int source_w, int source_h, int full_w, int full_h) {
+  if (r.region_width <= 0 || r.region_height <= 0) return {0, full_w, 0, full_h};
+  const double sx = static_cast<double>(full_w) / source_w, sy = static_cast<double>(full_h) / source_h;
+  Window w;
+  w.x0 = std::clamp(static_cast<int>(std::floor(r.region_x * sx)) - r.region_margin, 0, full_w - 1);
+  w.x1 = std::clamp(static_cast<int>(std::ceil((r.region_x + r.region_width) * sx)) + r.region_margin, w.x0 + 1, full_w);
+  w.y0 = std::clamp(static_cast<int>(std::floor(r.region_y * sy)) - r.region_margin, 0, full_h - 1);
+  w.y1 = std::clamp(static_cast<int>(std::ceil((r.region_y + r.region_height) * sy)) + r.region_margin, w.y0 + 1, full_h);
+  return w;
+}
+
 std::string failure(const std::string& path, const char* message) {
   return fmt::format("{}: {}, expected a complete JPEG image", path, message);
 }
@@ -107,7 +126,7 @@ ImageHeader read_jpeg_header(std::span<const std::uint8_t> bytes, const std::str
 
 DecodedImage decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& path, const DecodeRequest& request) {
   DecodedImage out;
-  std::vector<std::uint8_t> cmyk;
+  std::vector<std::uint8_t> cmyk, tail;
   auto s = std::make_unique<JpegSession>();
   if (setjmp(s->jump)) throw std::runtime_error(failure(path, s->message));
   open_session(*s, bytes);
@@ -123,16 +142,36 @@ DecodedImage decode_jpeg(std::span<const std::uint8_t> bytes, const std::string&
   // a visible decision (the fast IDCT changes pixels, so it would change trained weights).
   cinfo.dct_method = JDCT_ISLOW;
   jpeg_start_decompress(&cinfo);
-  out.width = static_cast<int>(cinfo.output_width);
-  out.height = static_cast<int>(cinfo.output_height);
   out.channels = request.channels;
   out.source_width = static_cast<int>(cinfo.image_width);
   out.source_height = static_cast<int>(cinfo.image_height);
+  out.full_width = static_cast<int>(cinfo.output_width);
+  out.full_height = static_cast<int>(cinfo.output_height);
+  const Window win = region_window(request, out.source_width, out.source_height, out.full_width, out.full_height);
+  if (win.x0 > 0 || win.x1 < out.full_width) {
+    JDIMENSION x0 = static_cast<JDIMENSION>(win.x0), w = static_cast<JDIMENSION>(win.x1 - win.x0);
+    jpeg_crop_scanline(&cinfo, &x0, &w);  // x0 moves left to an iMCU boundary
+    out.offset_x = static_cast<int>(x0);
+  }
+  out.offset_y = win.y0;
+  out.width = static_cast<int>(cinfo.output_width);
+  out.height = win.y1 - win.y0;
+  if (win.y0 > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(win.y0));
   const std::size_t row = static_cast<std::size_t>(cinfo.output_width) * cinfo.output_components;
   std::vector<std::uint8_t>& target = cmyk_source ? cmyk : out.pixels;
-  target.resize(row * cinfo.output_height);
-  while (cinfo.output_scanline < cinfo.output_height) {
-    JSAMPROW rows[1] = {target.data() + row * cinfo.output_scanline};
+  target.resize(row * static_cast<std::size_t>(out.height));
+  while (cinfo.output_scanline < static_cast<JDIMENSION>(win.y1)) {
+    JSAMPROW rows[1] = {target.data() + row * (cinfo.output_scanline - static_cast<JDIMENSION>(win.y0))};
+    jpeg_read_scanlines(&cinfo, rows, 1);
+  }
+  // The rows below: skipped (entropy-decoded, not converted) but for the last, which is
+  // read: a skip that reaches the bottom returns at once without reading the file, and a
+  // file damaged down there would pass for whole.
+  if (cinfo.output_scanline + 1 < cinfo.output_height)
+    jpeg_skip_scanlines(&cinfo, cinfo.output_height - cinfo.output_scanline - 1);
+  if (cinfo.output_scanline < cinfo.output_height) {
+    tail.resize(row);
+    JSAMPROW rows[1] = {tail.data()};
     jpeg_read_scanlines(&cinfo, rows, 1);
   }
   jpeg_finish_decompress(&cinfo);

@@ -63,8 +63,8 @@ DecodedImage decode_png(std::span<const std::uint8_t> bytes, const std::string& 
   std::vector<std::uint8_t> rgba(size);
   check(spng_decode_image(ctx.get(), rgba.data(), rgba.size(), SPNG_FMT_RGBA8, SPNG_DECODE_TRNS), path, "decoding");
   DecodedImage out;
-  out.width = out.source_width = static_cast<int>(ihdr.width);
-  out.height = out.source_height = static_cast<int>(ihdr.height);
+  out.width = out.source_width = out.full_width = static_cast<int>(ihdr.width);
+  out.height = out.source_height = out.full_height = static_cast<int>(ihdr.height);
   out.channels = request.channels;
   const std::size_t pixels = static_cast<std::size_t>(out.width) * out.height;
   out.pixels.resize(pixels * static_cast<std::size_t>(out.channels));

@@ -3,6 +3,7 @@
 // giving exactly the IDX reader's floats.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -11,6 +12,8 @@
 #include "datasets/ImageFolder.h"
 #include "datasets/dataset_test_util.h"
 #include "datasets/folder_test_util.h"
+#include "images/ImageDecoder.h"
+#include "images/Resample.h"
 
 using namespace ringtrain;
 using namespace ringtrain::test;
@@ -125,6 +128,24 @@ TEST_CASE("Folder crops: evaluation centre crop, training crops from (key, index
     CHECK(a == sample(*s.train, i, 77));  // same key, same bits
     CHECK(a != sample(*s.train, i, 78));
     CHECK(sample(*s.train, i) == sample(*s.train, i, 0));
+  }
+  // The JPEG's crops (decoded as a region at a DCT scale) equal resampling a full decode.
+  const auto& folder = dynamic_cast<const FolderDataset&>(*s.train);
+  std::size_t photo = 0;
+  while (folder.listing().files[photo].path.find("photo.jpg") == std::string::npos) ++photo;
+  const std::vector<float> mean(s.norm_mean.begin(), s.norm_mean.end()), stdev(s.norm_std.begin(), s.norm_std.end());
+  for (std::uint64_t key : {1u, 2u, 3u, 4u, 5u, 6u}) {
+    const CropBox box = random_resized_crop(64, 48, c.crop, FolderDataset::crop_key(key, photo));
+    DecodeRequest request;
+    request.min_width = static_cast<int>(std::ceil(64 * 16 / box.width));
+    request.min_height = static_cast<int>(std::ceil(48 * 16 / box.height));
+    const DecodedImage whole = decode_image(read_image_file(folder.listing().files[photo].path), "photo.jpg", request);
+    const double sx = whole.width / 64.0, sy = whole.height / 48.0;
+    std::vector<float> expected(3 * 16 * 16);
+    resample_box(whole, {box.x * sx, box.y * sy, box.width * sx, box.height * sy, box.flip}, 16, 16, {mean, stdev},
+                 expected.data());
+    INFO("key " << key);
+    CHECK(sample(*s.train, photo, key) == expected);
   }
   // A flat image stays flat through any crop and resampling.
   write_png(dir / "val" / "c0" / "flat.png", std::vector<std::uint8_t>(50 * 30 * 3, 200), 50, 30, 3);

@@ -132,6 +132,43 @@ TEST_CASE("JPEG DCT scaling decodes no more than the caller needs", "[images]") 
   CHECK(d.source_height == 48);
 }
 
+TEST_CASE("JPEG regions: only the region's rows and columns, equal to a full decode's", "[images]") {
+  // 4:2:0 colour (libjpeg's default), so fancy upsampling is in play at the region's edges.
+  const auto rgb = gradient(203, 151, 3);
+  const ImageBytes jpeg = encode_jpeg(rgb, 203, 151, JCS_RGB, 90);
+  for (int min_size : {0, 60}) {
+    DecodeRequest full;
+    full.min_width = full.min_height = min_size;
+    const DecodedImage whole = decode_image(jpeg, "a.jpg", full);
+    DecodeRequest part = full;
+    part.region_x = 77;
+    part.region_y = 40;
+    part.region_width = 50;
+    part.region_height = 61;
+    part.region_margin = 3;
+    const DecodedImage region = decode_image(jpeg, "a.jpg", part);
+    INFO("min size " << min_size);
+    CHECK(region.full_width == whole.width);
+    CHECK(region.full_height == whole.height);
+    CHECK(region.width < whole.width);
+    CHECK(region.height < whole.height);
+    CHECK(region.offset_x % 8 == 0);  // an iMCU boundary of the scaled image
+    // Every pixel but the region's two outer columns (fancy upsampling's edges) is the full decode's.
+    int differing = 0;
+    for (int y = 0; y < region.height; ++y)
+      for (int x = 2; x < region.width - 2; ++x)
+        for (int c = 0; c < 3; ++c)
+          differing += region.pixels[(static_cast<std::size_t>(y) * region.width + x) * 3 + c] !=
+                       whole.pixels[(static_cast<std::size_t>(y + region.offset_y) * whole.width + x + region.offset_x) * 3 + c];
+    CHECK(differing == 0);
+  }
+  // A damaged file fails whatever the region: the rows below are still read.
+  DecodeRequest top;
+  top.region_width = top.region_height = 8;
+  CHECK_THROWS_WITH(decode_image(ImageBytes(jpeg.begin(), jpeg.begin() + static_cast<long>(jpeg.size() * 3 / 4)), "a.jpg", top),
+                    Catch::Contains("a.jpg"));
+}
+
 TEST_CASE("Headers say size and gray without decoding", "[images]") {
   const ImageHeader j = read_image_header(encode_jpeg(gradient(20, 10, 1), 20, 10, JCS_GRAYSCALE), "a.jpg");
   CHECK(j.format == ImageFormat::kJpeg);
