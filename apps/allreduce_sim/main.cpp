@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectives/BenchRunner.h"
+#include "collectives/CostModelFile.h"
 #include "collectives/RabenseifnerAllreduce.h"
 #include "collectives/sim/AllreducePredictor.h"
 
