@@ -1,4 +1,4 @@
-// RAM snapshots of a synchronous run (--snapshot-every K, issue 23): every K steps each
+// RAM snapshots of a synchronous run (--snapshot-every K): every K steps each
 // node's leader writes the training state straight into a mapped snapshot file
 // (SnapshotSlots.h), and a thread of its own finishes the CRC32s, seals the file and renames
 // it into place in its node's snapshot directory (SnapshotStore.h), keeping the newest two.
