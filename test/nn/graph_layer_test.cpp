@@ -1,12 +1,14 @@
-// ReLU6, a single-input layer the graph models (MobileNetV2) add, against a naive double
-// reference and its central differences (layer_harness.h): across both kinks and exactly
-// at them, in place.
+// ReLU6 and GlobalAvgPool2d, single-input layers the graph models (MobileNetV2, ResNets)
+// add, against naive double references and their central differences (layer_harness.h):
+// ReLU6 across both kinks and exactly at them, in place; global average pooling over 1x1,
+// 7x7 and non-square inputs, plain and blocked, one layer across input sizes.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 
 #include "layer_harness.h"
+#include "nn/GlobalAvgPool2d.h"
 #include "nn/ReLU6.h"
 
 using namespace ringtrain;
@@ -20,6 +22,19 @@ const RefForward relu6_ref = [](const Vec& x, const std::vector<Vec>&) {
   for (std::size_t i = 0; i < x.size(); ++i) y[i] = std::clamp(x[i], 0.0, 6.0);
   return y;
 };
+
+// Mean over each (n, c) plane of H x W.
+RefForward gap_ref(const Dims& in) {
+  return [=](const Vec& x, const std::vector<Vec>&) {
+    const auto NC = in[0] * in[1], HW = in[2] * in[3];
+    Vec y(NC, 0.0);
+    for (int64_t nc = 0; nc < NC; ++nc) {
+      for (int64_t i = 0; i < HW; ++i) y[nc] += x[nc * HW + i];
+      y[nc] /= static_cast<double>(HW);
+    }
+    return y;
+  };
+}
 
 // x uniform in [-3, 9), kept 1e-3 away from the kinks at 0 and 6, where central differences
 // (eps 1e-6) would straddle one.
@@ -86,4 +101,43 @@ TEST_CASE("ReLU6 in place gives what it gives out of place", "[nn][layer]") {
   strm.wait();
   CHECK(buf == want.y);
   CHECK(grad == want.dx);
+}
+
+TEST_CASE("GlobalAvgPool2d matches the plane means and their central differences", "[nn][layer]") {
+  for (auto [in, t] : {std::pair<Dims, tag>{{2, 3, 1, 1}, tag::undef},
+                       {{2, 3, 7, 7}, tag::undef},
+                       {{3, 4, 3, 5}, tag::undef},
+                       {{2, 5, 1, 4}, tag::undef},
+                       {{2, 16, 7, 7}, tag::nChw16c},
+                       {{2, 16, 2, 3}, tag::nChw16c}}) {
+    GlobalAvgPool2d gap("gap");
+    CHECK(gap.out_shape(in) == Dims{in[0], in[1], 1, 1});
+    check_layer(gap, in, gap_ref(in), {}, t);
+  }
+}
+
+TEST_CASE("One GlobalAvgPool2d takes inputs of several sizes, each with its own window", "[nn][layer]") {
+  using dnnl::memory;
+  auto& eng = DnnlContext::get().engine();
+  auto& strm = DnnlContext::get().stream();
+  GlobalAvgPool2d gap("gap");
+  gap.bind_params({}, {});
+  // Bound once: going back to 7x7 takes the state prepared first.
+  for (const Dims& in : {Dims{2, 3, 7, 7}, Dims{2, 3, 3, 5}, Dims{2, 3, 1, 1}, Dims{2, 3, 7, 7}}) {
+    INFO("input " << dims_str(in));
+    auto x = random_floats(numel(in), 8);
+    std::vector<float> y(numel(gap.out_shape(in)));
+    gap.prepare(plain_md(in), Phase::kEval, true);
+    memory x_user(plain_md(in), eng, x.data()), y_user(plain_md(gap.out_shape(in)), eng, y.data());
+    memory src(gap.src_md(), eng), dst(gap.dst_md(), eng);
+    dnnl::reorder(x_user, src).execute(strm, x_user, src);
+    gap.forward(src, dst, Phase::kEval);
+    dnnl::reorder(dst, y_user).execute(strm, dst, y_user);
+    strm.wait();
+    CHECK(rel_error(y, gap_ref(in)(to_double(x), {})) < kForwardTol);
+  }
+  CHECK_THROWS_AS(gap.out_shape({2, 3, 4}), std::invalid_argument);
+  CHECK_THROWS_AS(gap.out_shape({2, 3, 0, 4}), std::invalid_argument);
+  CHECK(gap.kind() == "globalavgpool2d");
+  CHECK(gap.param_specs().empty());
 }
