@@ -26,7 +26,7 @@ namespace ringtrain {
 // One parameter tensor a layer needs, in the layer's own order.
 struct ParamSpec {
   std::string suffix;  // "weight", "bias"
-  Dims dims;           // plain layout: conv (O, I, KH, KW), linear (O, I), vectors (C)
+  Dims dims;           // plain layout: conv (O, I / groups, KH, KW), linear (O, I), vectors (C)
   ParamKind kind = ParamKind::kWeight;
   std::int64_t fan_in = 0;  // for initialisation; 0 for vectors
 };
