@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ConfigFile.h"
+#include "FlagRange.h"
 #include "FlagText.h"
 #include "nn/Model.h"
 #include "optim/LrSchedule.h"
@@ -147,7 +148,7 @@ void TrainCommand::add_distribution_options(CLI::App& t) {
                 "Gradients travel once per step as int64 through MPI_Allreduce (2x the fp32 bytes), after the last "
                 "shard (no --overlap). 0: off")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   // A string, so config.toml writes and reads back the same word.
   t.add_option("--overlap", overlap_,
                 "Reduce each gradient bucket on a communication thread as soon as backward has finished it (off: "
@@ -162,15 +163,15 @@ void TrainCommand::add_distribution_options(CLI::App& t) {
       ->check(CLI::IsMember({"sync", "async"}));
   t.add_option("--servers", c.servers, "async: number of parameter-server ranks S (< ranks)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   t.add_option("--max-staleness", c.max_staleness,
                 "async: a worker waits while it is more than K steps ahead of the slowest (stale-synchronous "
                 "parallel); 0 is synchronous, -1 unbounded")
       ->capture_default_str()
-      ->check(CLI::Range(-1, 1 << 30).description(""));
+      ->check(from_to(-1, 1 << 30));
   t.add_option("--threads", c.threads,
                 "OpenMP threads per rank (default: OMP_NUM_THREADS when set, else the node's cores / the ranks on it)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   t.add_option("--straggler-ms", c.straggler_ms,
                 "Experiments: the last rank (in async mode a worker) sleeps this many milliseconds after each "
                 "gradient, an emulated slower node (0: off)")
@@ -190,11 +191,11 @@ void TrainCommand::add_distribution_options(CLI::App& t) {
                 "Seconds blocked in one MPI wait before a rank says, once per stall, where it waits (step, bucket, "
                 "operation) and for which peer (0: never)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   t.add_option("--stall-timeout", stall_.timeout_s,
                 "Seconds blocked in one MPI wait before the job ends with an error naming the stalled rank (0: never)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
 }
 
 void TrainCommand::add_checkpoint_options(CLI::App& t) {
