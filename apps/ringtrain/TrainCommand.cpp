@@ -50,6 +50,8 @@ TrainCommand::TrainCommand(CLI::App& app) {
   add_model_options(*t);
   add_optimisation_options(*t);
   add_distribution_options(*t);
+  add_mode_options(*t);
+  add_stall_options(*t);
   add_checkpoint_options(*t);
   add_logging_options(*t);
   t->footer(kTrainFooter);
@@ -156,6 +158,12 @@ void TrainCommand::add_distribution_options(CLI::App& t) {
                 "hosts or each rank has a core to spare, off when all share one host's cores")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
+}
+
+// --mode and what either mode runs with (threads, an emulated straggler).
+void TrainCommand::add_mode_options(CLI::App& t) {
+  TrainConfig& c = config_;
+  t.option_defaults()->group("Distribution");
   t.add_option("--mode", c.mode,
                 "sync: every rank computes, gradients all-reduced each step; async: ranks 0..S-1 are parameter "
                 "servers, the others workers that pull, compute and push without waiting for each other")
@@ -187,6 +195,11 @@ void TrainCommand::add_distribution_options(CLI::App& t) {
       throw CLI::ValidationError("--mode sync", "--servers and --max-staleness apply to --mode async");
     }
   });
+}
+
+// The stall watchdog (StallWatchdog.h): when a rank blocked in MPI warns, and when the job ends.
+void TrainCommand::add_stall_options(CLI::App& t) {
+  t.option_defaults()->group("Distribution");
   t.add_option("--stall-warning", stall_.warning_s,
                 "Seconds blocked in one MPI wait before a rank says, once per stall, where it waits (step, bucket, "
                 "operation) and for which peer (0: never)")
