@@ -14,6 +14,28 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw std::invalid_argument(message);
 }
 
+// config.json's dataset fields, in the order they have always had (the synthetic ones only
+// for synthetic data).
+void set_data_fields(Json& j, const DatasetConfig& data) {
+  j.set("dataset", data.name);
+  j.set("data_dir", data.data_dir);
+  j.set("augment", data.augment);
+  j.set("normalize", data.normalize);
+  Json mean = Json::array();
+  for (float v : data.norm_mean) mean.push(v);
+  j.set("mean", std::move(mean));
+  Json stdev = Json::array();
+  for (float v : data.norm_std) stdev.push(v);
+  j.set("std", std::move(stdev));
+  if (data.name == "synthetic") {
+    j.set("synthetic_shape", data.synthetic_shape.str());
+    j.set("synthetic_classes", data.synthetic_classes);
+    j.set("synthetic_train", data.synthetic_train);
+    j.set("synthetic_test", data.synthetic_test);
+    j.set("synthetic_seed", data.seed);
+  }
+}
+
 }  // namespace
 
 void TrainConfig::validate() const {
@@ -87,23 +109,7 @@ void TrainConfig::check_batch_memory(const ImageShape& sample) const {
 Json TrainConfig::to_json() const {
   Json j = Json::object();
   j.set("model", model);
-  j.set("dataset", data.name);
-  j.set("data_dir", data.data_dir);
-  j.set("augment", data.augment);
-  j.set("normalize", data.normalize);
-  Json mean = Json::array();
-  for (float v : data.norm_mean) mean.push(v);
-  j.set("mean", std::move(mean));
-  Json stdev = Json::array();
-  for (float v : data.norm_std) stdev.push(v);
-  j.set("std", std::move(stdev));
-  if (data.name == "synthetic") {
-    j.set("synthetic_shape", data.synthetic_shape.str());
-    j.set("synthetic_classes", data.synthetic_classes);
-    j.set("synthetic_train", data.synthetic_train);
-    j.set("synthetic_test", data.synthetic_test);
-    j.set("synthetic_seed", data.seed);
-  }
+  set_data_fields(j, data);
   j.set("epochs", epochs);
   j.set("max_steps", max_steps);
   j.set("target_accuracy", target_accuracy);
