@@ -19,7 +19,7 @@ constexpr std::size_t kKiB = 1024;
 constexpr std::size_t kMiB = 1024 * 1024;
 const Compression kNone = Compression::kNone;
 
-// 10 Gbit/s links with 25 us latency (issue 22's example), exact ties made visible.
+// 10 Gbit/s links with 25 us latency (the scale table's fast network), exact ties made visible.
 AllreduceCostModel ten_gbit() {
   AllreduceCostModel m;
   m.alpha_s = 25e-6;
