@@ -23,11 +23,11 @@ def default_bin():
     return os.environ.get("RINGTRAIN_BIN", app("ringtrain"))
 
 
-def train_argv(binary, model, steps, warmup, batch, run_dir, shape=None, n_train=16384, extra=()):
+def train_argv(binary, model, steps, warmup, batch, run_dir, shape=None, n_train=16384, extra=(), n_test=64):
     """A run of warmup + steps steps on synthetic data held in memory, a record every step (so the
     timed window opens exactly where the warm-up ends), no evaluation until the end."""
     return [binary, "train", "--model", model, "--dataset", "synthetic", "--synthetic-shape", shape or shape_of(model),
-            "--synthetic-train", str(n_train), "--synthetic-test", "64", "--batch-size", str(batch),
+            "--synthetic-train", str(n_train), "--synthetic-test", str(n_test), "--batch-size", str(batch),
             "--max-steps", str(warmup + steps), "--eval-every", "0", "--log-every", "1", "--no-tensorboard",
             "--quiet", "--run-dir", run_dir, *extra]
 

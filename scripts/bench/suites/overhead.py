@@ -11,7 +11,7 @@ binary (builds: of the first binary). Sides:
   exact     fp32 buckets | --logical-shards np (the exact int64 sum, one shard per rank) |
             --logical-shards 4np at --batch-size B/4: the same global batch np x B in all three;
             --overlap stays at its default (auto; the exact runs never overlap)
-  overlap   --overlap on | off (np >= 2)
+  overlap   --overlap off | on (np >= 2)
   builds    each --bin at its own defaults (give two or more)
 Per run, after --warmup (benchlib/ringtrain.measure): step ms, all-reduce ms, of it in MPI and in
 the exact sum's conversion, the rest, MB sent, CPU %, hidden comm. Conditions: mpirun -np NP on
@@ -101,7 +101,7 @@ def cases(args):
         return [("fp32", b, [], {}), (f"S={np_}", b, ["--logical-shards", str(np_)], {}),
                 (f"S={many}", b // SHARDS_PER_RANK, ["--logical-shards", str(many)], {})]
     if args.feature == "overlap":
-        return [("on", b, ["--overlap", "on"], {}), ("off", b, ["--overlap", "off"], {})]
+        return [("off", b, ["--overlap", "off"], {}), ("on", b, ["--overlap", "on"], {})]
     return [("defaults", b, [], {})]
 
 

@@ -74,8 +74,8 @@ class Work:
         epochs = -(-(self.warmup + self.steps) // (self.n_train // (self.batch * np_)))
         return ringtrain.train_argv(binary, self.model, self.steps, self.warmup, self.batch, run_dir,
                                     "x".join(map(str, self.shape)), self.n_train,
-                                    ["--precision", self.precision, "--epochs", str(epochs), "--synthetic-test",
-                                     str(self.n_test), "--eval-batch-size", str(self.batch), *extra])
+                                    ["--precision", self.precision, "--epochs", str(epochs),
+                                     "--eval-batch-size", str(self.batch), *extra], self.n_test)
 
     def peer_argv(self, extra=()):
         return [peer.PYTHON, peer.WORKER, "--model", self.model, "--batch-size", str(self.batch), "--steps",
