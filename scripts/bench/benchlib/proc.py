@@ -21,8 +21,7 @@ def log(msg):
 
 
 def app(name):
-    """A binary of this tree's build (RINGTRAIN_BUILD_DIR, else build/)."""
-    return os.path.join(BUILD, "apps", name)
+    return os.path.join(BUILD, "apps", name)  # a binary of this tree's build (RINGTRAIN_BUILD_DIR, else build/)
 
 
 def run(cmd, env=None, timeout=1800, stdout=subprocess.PIPE):

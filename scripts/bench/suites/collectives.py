@@ -25,8 +25,7 @@ from benchlib.cluster import CLUSTER_SH, Cluster, namespace
 from benchlib import proc
 from benchlib.proc import BUILD, BenchError, app, load, log, tail
 
-# Per section: sizes, then (warmup, iters, repeats) in full and with --quick (and --quick's own sizes).
-# Small sizes: many short calls; large sizes: few calls per repeat, more repeats.
+# Per section: sizes, (warmup, iters, repeats) in full and --quick, --quick's own sizes; small: many short calls.
 PLAN = {"small": ("--min-bytes 4 --max-bytes 512K", "3 20 7", "2 10 3"),
         "large": ("--min-bytes 1M --max-bytes 256M", "1 2 7", "1 2 3", "--min-bytes 1M --max-bytes 16M"),
         "net": ("--sizes 1M,4M,16M,64M,256M", "1 2 3", "1 1 2"),
@@ -99,20 +98,24 @@ def link_ceiling(nodes, warmup=2.0, seconds=8.0):
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ns = lambda i: ["ip", "netns", "exec", namespace(i), sys.executable, "-c", "import sys; sys.path.insert(0, "  # noqa: E731
                     f"{here!r}); from suites import collectives as c; getattr(c, sys.argv[1])(*sys.argv[2:])"]
-    receivers = [subprocess.Popen(ns(i) + ["receive", str(warmup), str(seconds)], stdout=subprocess.PIPE, text=True)
-                 for i in range(nodes)]
-    if any(r.stdout.readline().strip() != "listening" for r in receivers):
-        raise BenchError("a tcp_stream receiver did not start")
-    senders = [subprocess.Popen(ns(i) + ["send", namespace((i + 1) % nodes, address=True), str(warmup + seconds + 1)])
-               for i in range(nodes)]
-    for s in senders:
-        s.wait()
+    procs = [subprocess.Popen(ns(i) + ["receive", str(warmup), str(seconds)], stdout=subprocess.PIPE, text=True)
+             for i in range(nodes)]
+    try:  # every helper ends with this call, also when one fails: none is left waiting in a namespace
+        if any(r.stdout.readline().strip() != "listening" for r in procs):
+            raise BenchError("a link-ceiling receiver did not start")
+        procs += [subprocess.Popen(ns(i) + ["send", namespace((i + 1) % nodes, address=True), str(warmup + seconds + 1)])
+                  for i in range(nodes)]
+        for s in procs[nodes:]:
+            s.wait(timeout=warmup + seconds + 60)
+        rates = [r.communicate(timeout=60)[0].strip() for r in procs[:nodes]]
+    finally:
+        for p in procs:
+            p.kill()
     print(f"# link ceiling: {nodes} nodes, ring pattern (node i -> node i+1), one TCP stream each, window "
           f"{seconds:g} s after {warmup:g} s warm-up, GB = 1e9 B\n{'receiver':>12} {'from':>12} {'GB/s':>8}")
-    for i, r in enumerate(receivers):
-        got = r.communicate()[0].strip()
+    for i, got in enumerate(rates):  # node i's receiver hears node i-1
         shown = f"{float(got) / 1e9:.4f}" if got.replace(".", "").isdigit() else got
-        print(f"{namespace((i + 1) % nodes):>12} {namespace(i):>12} {shown:>8}")
+        print(f"{namespace(i):>12} {namespace((i - 1) % nodes):>12} {shown:>8}")
     print(flush=True)
 
 

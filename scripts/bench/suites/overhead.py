@@ -117,11 +117,9 @@ def within_run(steps, every):
     return statistics.mean(x for _, x in d) / statistics.mean(away) - 1.0 if every >= 5 and away else None
 
 
-def quartiles(v):
-    if not v:
-        return ""
+def quartiles(v):  # median [first quartile, third]
     q = statistics.quantiles(v, n=4) if len(v) > 1 else v * 3
-    return f"{100 * statistics.median(v):+.2f}% [{100 * q[0]:+.2f}%, {100 * q[2]:+.2f}%]"
+    return f"{100 * statistics.median(v):+.2f}% [{100 * q[0]:+.2f}%, {100 * q[2]:+.2f}%]" if v else ""
 
 
 def report(args, results, sides, base_of):

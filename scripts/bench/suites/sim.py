@@ -88,8 +88,7 @@ def against_record(path):
     return 0
 
 
-def delay_us(text):
-    """'0', '250us', '1ms', '0.5s' -> microseconds."""
+def delay_us(text):  # '0', '250us', '1ms', '0.5s' -> microseconds
     m = re.fullmatch(r"([0-9.]+)(us|ms|s)?", text)
     return float(m[1]) * {None: 1, "us": 1, "ms": 1e3, "s": 1e6}[m[2]]
 

@@ -127,8 +127,8 @@ def run(args):
                   cell(values(rt, "images_per_s"), 0), cell(values(pt, "images_per_s"), 0), cell(ratio, 2),
                   cell(values(rt, "peak_rss_mb"), 0), cell(values(pt, "peak_rss_mb"), 0),
                   cell(paired(rt, pt, "peak_rss_mb"), 2), *([" / ".join(eff)] if np_ > 1 else []), vs32)
-        title = "one process" if np_ == 1 else f"np {np_}: ringtrain under mpirun against DDP (gloo), global images/s"
-        text += [f"## {title}", "", t.markdown(), ""]
+        text += ["## " + ("one process" if np_ == 1 else f"np {np_}: ringtrain under mpirun against DDP (gloo), "
+                          "global images/s"), "", t.markdown(), ""]
     if args.plot:
         plot.ratios(args.plot, "ringtrain / PyTorch, images/s", *ratio_plot, "ratio")
     emit(args, "\n".join(text), flat(results))
