@@ -164,7 +164,6 @@ def run(args):
             sides.append(tag(i) + label)
             how[sides[-1]] = (binary, batch, extra, env)
             base_of[sides[-1]] = sides[0] if args.feature == "builds" else tag(i) + cases(args)[0][0]
-    tmp = tempfile.mkdtemp(prefix="bench-overhead-")
     load_before = load()
 
     def measure(model, side, rnd):
@@ -177,7 +176,8 @@ def run(args):
         return ringtrain.timed_run(cmd, run_dir, args.warmup, batch, {**env, "OMP_NUM_THREADS": str(args.threads)},
                                    args.timeout)
 
-    with Cluster(args.cluster, args.link_rate, args.mtu, ["--slots", "1"]) if args.cluster else contextlib.nullcontext():
+    with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp, \
+            Cluster(args.cluster, args.link_rate, args.mtu, ["--slots", "1"]) if args.cluster else contextlib.nullcontext():
         results = interleave(args.rounds, args.models, sides, measure)
     where = (f"{args.cluster} emulated nodes, one rank each, {args.link_rate}, MTU {args.mtu}" if args.cluster
              else f"np {args.np} on this host") + (

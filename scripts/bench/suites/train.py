@@ -88,7 +88,6 @@ def run(args):
     nps = [1] if args.np == 1 else [1, args.np]
     frameworks = ["ringtrain"] + (["pytorch"] if peer.ready(args) else [])
     sides = [f"{f} np{n}" for n in nps for f in frameworks]
-    work_dir = tempfile.mkdtemp(prefix="bench-train-")
     load_before = load()
 
     def measure(item, side, rnd):
@@ -103,7 +102,8 @@ def run(args):
         return ringtrain.timed_run(host_launch(np_, argv, 1, mpirun), run_dir, w.warmup, w.batch,
                                    timeout=args.timeout)
 
-    results = interleave(args.rounds, list(work), sides, measure)
+    with tempfile.TemporaryDirectory(prefix="bench-train-") as work_dir:  # the runs' directories go with it
+        results = interleave(args.rounds, list(work), sides, measure)
     text = [conditions(f"one host, one thread per rank, {args.rounds} interleaved rounds, medians [min-max]; "
                        f"ratios paired within each round; {args.bin}", load_before), ""]
     ratio_plot = ([], [])

@@ -76,7 +76,6 @@ def run(args):
     work = train.works(args)
     models = list(work)
     sides = [s for s in SIDES if s != "ringtrain-bf16" or ringtrain.knows(args.bin, "--compress")]
-    tmp = tempfile.mkdtemp(prefix="bench-train-nodes-")
     load_before = load()
 
     def measure(model, side, rnd):
@@ -87,7 +86,7 @@ def run(args):
         argv = w.ringtrain_argv(args.bin, args.nodes, run_dir, SIDES[side])
         return ringtrain.timed_run(Cluster.launch(args.nodes, argv), run_dir, w.warmup, w.batch, timeout=args.timeout)
 
-    with Cluster(args.nodes, args.link_rate, args.mtu):
+    with tempfile.TemporaryDirectory(prefix="bench-train-nodes-") as tmp, Cluster(args.nodes, args.link_rate, args.mtu):
         results = interleave(args.rounds, models, sides, measure)
     t = Table("model", "batch", "side", "images/s", "ratio vs DDP (paired)", "step ms", "link-limited step ms",
               "step / link-limited", "hidden comm")
