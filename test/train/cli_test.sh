@@ -833,7 +833,7 @@ print(s["dir"])' "$work/ref/summary.json" "$(getconf _NPROCESSORS_ONLN)") || fai
   [[ ! -e $work/ram ]] || fail "snapshots not removed after the resumed run ended"
   ;;
 snapshot_killed_writing)
-  # Nothing lost (issue 23): rank 0 is killed (SIGKILL, the whole process) while its snapshot
+  # Nothing lost when a node dies mid-write: rank 0 is killed (SIGKILL, the whole process) while its snapshot
   # thread is sealing the snapshot of step 15, at a point the test names through the test
   # hook RINGTRAIN_TEST_SNAPSHOT_KILL_AT (SnapshotWriter.h): step 15's file is left half
   # written under its temporary name, step 10's stays whole, and `--resume auto` continues
