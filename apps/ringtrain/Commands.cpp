@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "FlagRange.h"
 #include "FlagText.h"
 #include "datasets/BatchLoader.h"
 #include "datasets/DatasetReport.h"
@@ -32,7 +33,7 @@ void Commands::add_eval(CLI::App& app) {
   eval_ = e;
   e->add_option("--checkpoint", eval_checkpoint_, "Checkpoint file")->required();
   eval_data_options_.add(*e, eval_data_);
-  e->add_option("--batch-size", eval_batch_, "Batch size per rank")->capture_default_str()->check(CLI::PositiveNumber);
+  e->add_option("--batch-size", eval_batch_, "Batch size per rank")->capture_default_str()->check(at_least(1));
 }
 
 void Commands::add_local(CLI::App& app) {
@@ -45,8 +46,8 @@ void Commands::add_local(CLI::App& app) {
                       "Folder: decode and augment one training epoch as training would, and print images/s");
   datasets_->add_flag("--augment", datasets_data_.augment, "As train's --augment (for --time)");
   datasets_->add_option("--loader-threads", datasets_loader_threads_, "--time: loader threads (default: cores - 1)")
-      ->check(CLI::PositiveNumber);
-  datasets_->add_option("--batch-size", datasets_batch_, "--time: batch size")->capture_default_str()->check(CLI::PositiveNumber);
+      ->check(at_least(1));
+  datasets_->add_option("--batch-size", datasets_batch_, "--time: batch size")->capture_default_str()->check(at_least(1));
   datasets_->add_option("--seed", datasets_seed_, "--time: the seed of the epoch's order and augmentation")
       ->capture_default_str();
 

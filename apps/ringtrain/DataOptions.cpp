@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "FlagRange.h"
 #include "FlagText.h"
 
 namespace ringtrain {
@@ -21,13 +22,13 @@ void DataOptions::add(CLI::App& sub, DatasetConfig& data) {
   sub.add_option("--synthetic-shape", synthetic_shape_, "Synthetic data: sample shape CxHxW")->capture_default_str();
   sub.add_option("--synthetic-classes", data.synthetic_classes, "Synthetic data: classes")
       ->capture_default_str()
-      ->check(CLI::Range(2, 100000));
+      ->check(from_to(2, 100000));
   sub.add_option("--synthetic-train", data.synthetic_train, "Synthetic data: training samples")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--synthetic-test", data.synthetic_test, "Synthetic data: test samples")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--synthetic-seed", data.seed, "Synthetic data: the seed that generates it (not --seed)")
       ->capture_default_str();
   sub.add_option("--mean", mean_text_,
@@ -52,11 +53,11 @@ void DataOptions::add_folder_options(CLI::App& sub, DatasetConfig& data) {
       ->check(CLI::IsMember({1, 3}));
   sub.add_option("--max-pixels", data.max_pixels, "Refuse images whose header claims more pixels than this")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--val-fraction", data.val_fraction,
                  "Folder without train/ and val/: this fraction of each class is the validation set (a fixed, even "
                  "choice)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(from_to(0.0, 1.0));
   sub.add_option("--bad-images", bad_images_, "Folder images that cannot be decoded: error (stop the run) or skip "
                                               "(count them and list them in summary.json)")
       ->capture_default_str()
