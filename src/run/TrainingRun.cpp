@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "checkpoint/CheckpointIo.h"
+#include "collectives/StallRecord.h"
 #include "checkpoint/RunCheckpoint.h"
 #include "common/CollectiveError.h"
 #include "common/Cores.h"
@@ -186,6 +187,7 @@ void TrainingRun::begin_training() {
   result.stopped_by = "epochs";
   set_stop_signals_polled(true);
   train_start_ = Clock::now();
+  StallRecord::instance().set_phase("training");  // what a stall reports a rank was doing
 }
 
 void TrainingRun::begin_epoch(int epoch, std::int64_t steps) {
@@ -210,6 +212,7 @@ bool TrainingRun::checkpoint_due_after_epoch(int epochs_done, std::int64_t globa
 }
 
 double TrainingRun::save_checkpoint() {
+  const StallPhase phase("evaluation");
   const auto t0 = Clock::now();
   gather_model();
   const LoopCheckpoint ck = checkpoint_data();
@@ -235,6 +238,7 @@ void TrainingRun::save_model(std::int64_t global_step) {
 }
 
 double TrainingRun::checkpoint_now() {
+  const StallPhase phase("checkpoint");
   const double s = save_checkpoint();
   checkpoint_seconds += s;
   return s;
@@ -313,6 +317,7 @@ void TrainingRun::final_evaluation(int epoch, std::int64_t global_step) {
 }
 
 void TrainingRun::finish(int epoch, std::int64_t global_step) {
+  StallRecord::instance().set_phase("end of run");
   if (result.epochs_completed == 0 && epoch > 0) result.epochs_completed = epoch;
   result.steps = global_step;
   // Stopped mid-epoch (--max-steps): the final figures are of the final parameters.

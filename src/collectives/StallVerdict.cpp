@@ -1,0 +1,73 @@
+// find_stalled: the rules listed in StallVerdict.h.
+#include "collectives/StallVerdict.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace ringtrain {
+namespace {
+
+StalledRank named(const PeerView& p, std::string why) { return StalledRank{p.rank, p.host, std::move(why), p.last}; }
+
+// Where most of the waiting ranks (this one included) are: (step, operation).
+std::tuple<std::int64_t, std::string> common_wait(const StallVerdictInput& in) {
+  std::map<std::tuple<std::int64_t, std::string>, int> count;
+  if (in.mine.waiting) ++count[{in.mine.step, in.mine.operation}];
+  for (const PeerView& p : in.peers)
+    if (p.last.waiting) ++count[{p.last.step, p.last.operation}];
+  std::tuple<std::int64_t, std::string> best{in.mine.step, in.mine.operation};
+  int most = 0;
+  for (const auto& [key, n] : count) {
+    if (n > most) {
+      most = n;
+      best = key;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<StalledRank> find_stalled(const StallVerdictInput& in) {
+  std::vector<StalledRank> out;
+  if (in.hub_silent && !in.hub.exited) {
+    out.push_back(named(in.hub, fmt::format("silent for {:.1f} s", in.hub.silent_s)));
+    return out;
+  }
+  for (const PeerView& p : in.peers) {
+    if (!p.exited && p.silent_s >= in.silence_s)
+      out.push_back(named(p, p.heard ? fmt::format("silent for {:.1f} s", p.silent_s)
+                                     : fmt::format("never heard from, {:.1f} s", p.silent_s)));
+  }
+  if (!out.empty()) return out;
+  // A rank outside MPI that has not moved for as long as this one has waited.
+  const double waited = in.mine.waiting ? in.mine.wait_s : 0.0;
+  for (const PeerView& p : in.peers) {
+    const double still = p.last.still_s + p.silent_s;
+    if (!p.exited && !p.last.waiting && still >= std::max(in.silence_s, waited - in.slack_s))
+      out.push_back(named(p, fmt::format("outside MPI for {:.1f} s", still)));
+  }
+  if (!out.empty()) return out;
+  const auto [step, operation] = common_wait(in);
+  for (const PeerView& p : in.peers) {
+    if (!p.exited && p.last.waiting && p.last.still_s + p.silent_s >= in.silence_s &&
+        (p.last.step < step || p.last.operation != operation))
+      out.push_back(named(p, "waiting elsewhere"));
+  }
+  return out;
+}
+
+std::string describe_stalled(const std::vector<StalledRank>& stalled) {
+  std::string s;
+  for (const StalledRank& r : stalled) {
+    if (!s.empty()) s += ", ";
+    s += fmt::format("rank {} on {} [{}; last seen at {}]", r.rank, r.host.empty() ? std::string("?") : r.host, r.why,
+                     r.last.where());
+  }
+  return s;
+}
+
+}  // namespace ringtrain
