@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""SIGSTOP one rank of an np N lenet5 job at random moments (steps, metric sums, evaluation,
+checkpoints): every stall message of the ranks that waited must name exactly the stopped rank
+and its host, and no message may name a rank that was not stopped.
+
+Each launch stops one rank several times: with --stall-warning 1 the others warn, naming it,
+without ending the job; the rank is then resumed (SIGCONT) and stopped again later; the last
+stop runs into --stall-timeout and ends the job with errors naming it. Ranks are found as the
+children of the mpirun this test started (never by a pattern over the machine's processes).
+
+usage: stall_random_test.py RINGTRAIN [--np N] [--launches L] [--stops S] [--seed X] [--channel auto]
+"""
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+NAMED = re.compile(r"rank (\d+) on (\S+) \[")
+WHERE = re.compile(r"at step \d+ \(([a-z ]+)\).*? in ([a-z0-9 ()-]+?) \(")
+STALL = re.compile(r"^ringtrain: \[rank (\d+)\] (warning|error): (?:stall timeout: )?.*?stalled rank\(s\): (.*)$")
+
+
+def rank_pids(launcher, binary):
+    """{rank: pid} of the children of `launcher` running `binary`."""
+    out = {}
+    try:
+        children = open(f"/proc/{launcher}/task/{launcher}/children").read().split()
+    except OSError:
+        return out
+    for c in children:
+        try:
+            if os.path.realpath(f"/proc/{c}/exe") != os.path.realpath(binary):
+                continue
+            env = open(f"/proc/{c}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        for e in env:
+            if e.startswith(b"OMPI_COMM_WORLD_RANK="):
+                out[int(e.split(b"=", 1)[1])] = int(c)
+    return out
+
+
+def steps_logged(run_dir):
+    try:
+        with open(os.path.join(run_dir, "rank-0.jsonl"), "rb") as f:
+            return f.read().count(b'"type":"step"')
+    except OSError:
+        return 0
+
+
+def read(path):
+    with open(path, errors="replace") as f:
+        return f.read().splitlines()
+
+
+def stall_lines(lines):
+    return [m for m in (STALL.match(l) for l in lines) if m]
+
+
+def one_launch(a, work, number, victim, rng):
+    run_dir = os.path.join(work, f"run{number}")
+    log = os.path.join(work, f"log{number}")
+    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS=1", "-np", str(a.np), a.binary,
+           "train", "--dataset", "synthetic", "--synthetic-shape", "1x28x28", "--synthetic-train", "1920",
+           "--synthetic-test", "3000", "--model", "lenet5", "--batch-size", "16", "--epochs", "1000",
+           "--checkpoint-every", "1", "--keep-checkpoints", "2", "--log-every", "1", "--quiet", "--no-tensorboard",
+           "--stall-warning", "1", "--stall-timeout", str(a.timeout), "--stall-channel", a.channel,
+           "--run-dir", run_dir]
+    with open(log, "w") as out:
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        end = time.time() + 120
+        while steps_logged(run_dir) < 5 and p.poll() is None and time.time() < end:
+            time.sleep(0.1)
+        pid = rank_pids(p.pid, a.binary).get(victim)
+        if pid is None:
+            sys.exit(f"FAIL: launch {number}: no rank {victim} to stop:\n" + "\n".join(read(log)))
+        others = [r for r in range(a.np) if r != victim]
+        for stop in range(a.stops):
+            time.sleep(rng.uniform(0.2, 1.5))
+            before = len(read(log))
+            os.kill(pid, signal.SIGSTOP)
+            if stop == a.stops - 1:
+                break  # the last stop runs into --stall-timeout
+            # Resumed once every other rank has warned (or well before the timeout).
+            deadline = time.time() + a.timeout - 1.5
+            while time.time() < deadline:
+                warned = {int(m.group(1)) for m in stall_lines(read(log)[before:]) if m.group(2) == "warning"}
+                if warned >= set(others):
+                    break
+                time.sleep(0.05)
+            os.kill(pid, signal.SIGCONT)
+        try:
+            p.wait(timeout=a.timeout + 60)
+        except subprocess.TimeoutExpired:
+            sys.exit(f"FAIL: launch {number}: job still running {a.timeout + 60} s after the last stop")
+    finally:
+        if p.poll() is None:
+            for q in rank_pids(p.pid, a.binary).values():
+                os.kill(q, signal.SIGKILL)
+            p.kill()
+            p.wait()
+    return read(log), p.returncode
+
+
+def check(lines, code, victim, host, number, stops, nranks):
+    """Failures of one launch's messages."""
+    bad = []
+    if code == 0:
+        bad.append("mpirun exited 0 after a stall")
+    found = stall_lines(lines)
+    warnings = [m for m in found if m.group(2) == "warning" and int(m.group(1)) != victim]
+    errors = [m for m in found if m.group(2) == "error" and int(m.group(1)) != victim]
+    for m in found:
+        named = NAMED.findall(m.group(3))
+        by = int(m.group(1))
+        if by == victim:  # the stopped rank, resumed: it may name nobody, never another
+            if named:
+                bad.append(f"the stopped rank named {named}: {m.group(0)}")
+        elif named != [(str(victim), host)]:
+            bad.append(f"expected exactly rank {victim} on {host}: {m.group(0)}")
+    if not errors:
+        bad.append(f"no stall timeout error from the ranks that waited for rank {victim}")
+    if len(warnings) < stops - 1:
+        bad.append(f"{len(warnings)} warnings for {stops - 1} resumed stops")
+    phases = sorted({" / ".join(w.groups()) for w in (WHERE.search(m.group(0)) for m in found) if w})
+    print(f"launch {number}: rank {victim} stopped {stops} times: {len(warnings)} warnings, {len(errors)} errors; "
+          f"waits in: {', '.join(phases)}")
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("--np", type=int, default=3)
+    ap.add_argument("--launches", type=int, default=3)
+    ap.add_argument("--stops", type=int, default=7)
+    ap.add_argument("--timeout", type=int, default=6)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--channel", default="auto")
+    ap.add_argument("--host", default=None, help="the host name expected in the messages (default: this one's)")
+    a = ap.parse_args()
+    seed = a.seed if a.seed is not None else random.randrange(1 << 30)
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
+    host = a.host or socket.gethostname()
+    work = tempfile.mkdtemp(prefix="ringtrain_stall_random.")
+    failures = []
+    try:
+        # Every rank is stopped in some launch, rank 0 (the side channel's hub) first.
+        victims = [0] + [rng.randrange(1, a.np) for _ in range(a.launches - 1)]
+        for number, victim in enumerate(victims, 1):
+            lines, code = one_launch(a, work, number, victim, rng)
+            bad = check(lines, code, victim, host, number, a.stops, a.np)
+            if bad:
+                failures += [f"launch {number}: {b}" for b in bad]
+                print("\n".join(lines), file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
