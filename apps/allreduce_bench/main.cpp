@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "collectives/MpiCommunicator.h"
 #include "collectives/MpiEnvironment.h"
 #include "collectives/RabenseifnerAllreduce.h"
+#include "collectives/StallWatchdog.h"
 
 namespace {
 
@@ -43,6 +45,7 @@ struct Options {
   ringtrain::AllreduceCostModel model;
   std::string csv;
   std::string json;
+  ringtrain::StallOptions stall;
 };
 
 ringtrain::BenchConfig make_config(const Options& o) {
@@ -151,6 +154,20 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--csv", o.csv, "also write the results as CSV");
   app.add_option("--json", o.json, "also write the results as JSON");
+  app.add_option("--stall-warning", o.stall.warning_s,
+                 "seconds blocked in one MPI wait before a rank says where it waits and which ranks hold it "
+                 "up, with their hosts (0: never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--stall-timeout", o.stall.timeout_s,
+                 "seconds blocked in one MPI wait before the run ends with an error naming the stalled ranks "
+                 "(0: never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--stall-channel", o.stall.channel,
+                 "the watchdogs' side channel to rank 0 (TCP, outside MPI): auto, off, or rank 0's IPv4 "
+                 "address or interface name (as ringtrain train --stall-channel)")
+      ->capture_default_str();
 }
 
 void add_tuning_options(CLI::App& app, Options& o) {
@@ -289,6 +306,22 @@ int main(int argc, char** argv) {
       }
       comm->set_cost_model(o.model);
     }
+    // A stopped or hung rank ends the run with a message naming it (StallWatchdog.h).
+    const auto channel = ringtrain::open_stall_channel(*comm, o.stall);
+    const ringtrain::StallWatchdog watchdog(
+        o.stall,
+        [rank](const std::string& message) {
+          std::fprintf(stderr, "allreduce_bench: [rank %d] warning: %s\n", rank, message.c_str());
+          std::fflush(stderr);
+        },
+        [rank](const std::string& message) {
+          std::fprintf(stderr, "allreduce_bench: [rank %d] error: %s\n", rank, message.c_str());
+          std::fflush(stderr);
+          std::fflush(stdout);
+          std::_Exit(1);
+        },
+        channel.get());
+    ringtrain::StallRecord::instance().set_phase("benchmark");
     const auto hosts = comm->allgather(comm->host_name());
     if (!o.calibrate.empty()) calibrate(*comm, o);
     if (rank == 0) print_header(*comm, hosts, o);

@@ -114,15 +114,16 @@ StallStatus StallStatus::decode(std::span<const std::byte, kWireBytes> in) {
 }
 
 std::string StallStatus::where() const {
-  std::string s = step > 0 ? fmt::format("step {}", step) : std::string("before step 1");
-  if (!phase.empty()) s += ", " + phase;
+  std::string s = step > 0 ? fmt::format("step {}", step) : std::string();
+  if (!phase.empty()) s += (s.empty() ? "" : ", ") + phase;
+  if (!s.empty()) s += ",";
   if (waiting) {
-    s += fmt::format(", in {} ({}", operation.empty() ? std::string("an MPI wait") : operation, what);
+    s += fmt::format(" in {} ({}", operation.empty() ? std::string("an MPI wait") : operation, what);
     if (bucket >= 0) s += fmt::format(", bucket {} of {}", bucket + 1, buckets);
     s += peer == StallRecord::kAllRanks ? std::string(") waiting for every rank") : fmt::format(") waiting for rank {}", peer);
     s += fmt::format(" for {:.1f} s", wait_s);
   } else {
-    s += fmt::format(", computing (no MPI wait) for {:.1f} s", still_s);
+    s += fmt::format(" computing (no MPI wait) for {:.1f} s", still_s);
   }
   return s;
 }

@@ -64,7 +64,7 @@ std::string describe_stalled(const std::vector<StalledRank>& stalled) {
   std::string s;
   for (const StalledRank& r : stalled) {
     if (!s.empty()) s += ", ";
-    s += fmt::format("rank {} on {} [{}; last seen at {}]", r.rank, r.host.empty() ? std::string("?") : r.host, r.why,
+    s += fmt::format("rank {} on {} [{}; last seen: {}]", r.rank, r.host.empty() ? std::string("?") : r.host, r.why,
                      r.last.where());
   }
   return s;

@@ -38,7 +38,7 @@ struct StallVerdictInput {
 
 std::vector<StalledRank> find_stalled(const StallVerdictInput& in);
 
-// "rank 1 on node-b [silent for 4.2 s; last seen at step 57, ...]", joined with ", ".
+// "rank 1 on node-b [silent for 4.2 s; last seen: step 57, ...]", joined with ", ".
 // Brackets delimit each rank's detail so a launcher can read the names back.
 std::string describe_stalled(const std::vector<StalledRank>& stalled);
 

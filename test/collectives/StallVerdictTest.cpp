@@ -49,7 +49,7 @@ TEST_CASE("find_stalled names the silent ranks, not the awaited peer", "[stall]"
   const auto named = find_stalled(in);
   REQUIRE(ranks(named) == std::vector<int>{1});
   const std::string text = describe_stalled(named);
-  CHECK_THAT(text, Contains("rank 1 on node1 [silent for 4.5 s; last seen at step 56, training, in all-reduce of metrics"));
+  CHECK_THAT(text, Contains("rank 1 on node1 [silent for 4.5 s; last seen: step 56, training, in all-reduce of metrics"));
 }
 
 TEST_CASE("find_stalled: a silent hub is named alone; ranks that exited never", "[stall]") {

@@ -8,7 +8,8 @@ without ending the job; the rank is then resumed (SIGCONT) and stopped again lat
 stop runs into --stall-timeout and ends the job with errors naming it. Ranks are found as the
 children of the mpirun this test started (never by a pattern over the machine's processes).
 
-usage: stall_random_test.py RINGTRAIN [--np N] [--launches L] [--stops S] [--seed X] [--channel auto]
+usage: stall_random_test.py BINARY [--np N] [--launches L] [--stops S] [--seed X] [--channel auto]
+    [--async] [--bench]   (train --mode async; BINARY is allreduce_bench)
 """
 import argparse
 import os
@@ -24,7 +25,7 @@ import time
 
 NAMED = re.compile(r"rank (\d+) on (\S+) \[")
 WHERE = re.compile(r"at step \d+ \(([a-z ]+)\).*? in ([a-z0-9 ()-]+?) \(")
-STALL = re.compile(r"^ringtrain: \[rank (\d+)\] (warning|error): (?:stall timeout: )?.*?stalled rank\(s\): (.*)$")
+STALL = re.compile(r"^(?:ringtrain|allreduce_bench): \[rank (\d+)\] (warning|error): (?:stall timeout: )?.*?stalled rank\(s\): (.*)$")
 
 
 def rank_pids(launcher, binary):
@@ -47,9 +48,10 @@ def rank_pids(launcher, binary):
     return out
 
 
-def steps_logged(run_dir):
+def steps_logged(run_dir, last_rank):
+    """Step records of the last rank (a worker in async mode too)."""
     try:
-        with open(os.path.join(run_dir, "rank-0.jsonl"), "rb") as f:
+        with open(os.path.join(run_dir, f"rank-{last_rank}.jsonl"), "rb") as f:
             return f.read().count(b'"type":"step"')
     except OSError:
         return 0
@@ -67,17 +69,23 @@ def stall_lines(lines):
 def one_launch(a, work, number, victim, rng):
     run_dir = os.path.join(work, f"run{number}")
     log = os.path.join(work, f"log{number}")
-    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS=1", "-np", str(a.np), a.binary,
-           "train", "--dataset", "synthetic", "--synthetic-shape", "1x28x28", "--synthetic-train", "1920",
+    stall = ["--stall-warning", "1", "--stall-timeout", str(a.timeout), "--stall-channel", a.channel]
+    mpirun = ["mpirun", "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS=1", "-np", str(a.np), a.binary]
+    if a.bench:  # allreduce_bench: long enough to outlast the stops
+        cmd = mpirun + ["--algo", "ring,mpi,rab", "--sizes", "64K,1M", "--warmup", "1", "--iters", "20000",
+                        "--repeats", "1"] + stall
+    else:
+        cmd = mpirun + ["train", "--dataset", "synthetic", "--synthetic-shape", "1x28x28", "--synthetic-train", "1920",
            "--synthetic-test", "3000", "--model", "lenet5", "--batch-size", "16", "--epochs", "1000",
            "--checkpoint-every", "1", "--keep-checkpoints", "2", "--log-every", "1", "--quiet", "--no-tensorboard",
-           "--stall-warning", "1", "--stall-timeout", str(a.timeout), "--stall-channel", a.channel,
-           "--run-dir", run_dir]
+           "--run-dir", run_dir] + stall + (["--mode", "async", "--servers", "1"] if a.async_mode else [])
     with open(log, "w") as out:
         p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         end = time.time() + 120
-        while steps_logged(run_dir) < 5 and p.poll() is None and time.time() < end:
+        while p.poll() is None and time.time() < end:
+            if (steps_logged(run_dir, a.np - 1) >= 5) if not a.bench else any(l.startswith("#") for l in read(log)):
+                break
             time.sleep(0.1)
         pid = rank_pids(p.pid, a.binary).get(victim)
         if pid is None:
@@ -145,6 +153,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=6)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--channel", default="auto")
+    ap.add_argument("--async", dest="async_mode", action="store_true", help="train --mode async --servers 1")
+    ap.add_argument("--bench", action="store_true", help="the binary is allreduce_bench")
     ap.add_argument("--host", default=None, help="the host name expected in the messages (default: this one's)")
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else random.randrange(1 << 30)
@@ -158,7 +168,9 @@ def main():
         # Every rank is stopped in some launch, rank 0 (the side channel's hub) first.
         victims = [0] + [rng.randrange(1, a.np) for _ in range(a.launches - 1)]
         for number, victim in enumerate(victims, 1):
+            t0 = time.time()
             lines, code = one_launch(a, work, number, victim, rng)
+            print(f"launch {number}: {time.time() - t0:.0f} s")
             bad = check(lines, code, victim, host, number, a.stops, a.np)
             if bad:
                 failures += [f"launch {number}: {b}" for b in bad]
