@@ -48,6 +48,27 @@ def rank_pids(launcher, binary):
     return out
 
 
+def cluster_rank_pids(cluster_id, nodes, binary):
+    """{rank: (pid, node)} of the ranks in an emulated cluster's namespaces (cluster.sh):
+    the processes of our own namespaces only."""
+    out = {}
+    tag = f"rt{cluster_id}" if cluster_id else "rt"
+    for i in range(nodes):
+        node = f"{tag}-node{i}"
+        pids = subprocess.run(["ip", "netns", "pids", node], capture_output=True, text=True).stdout.split()
+        for c in pids:
+            try:
+                if os.path.realpath(f"/proc/{c}/exe") != os.path.realpath(binary):
+                    continue
+                env = open(f"/proc/{c}/environ", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            for e in env:
+                if e.startswith(b"OMPI_COMM_WORLD_RANK="):
+                    out[int(e.split(b"=", 1)[1])] = (int(c), node)
+    return out
+
+
 def steps_logged(run_dir, last_rank):
     """Step records of the last rank (a worker in async mode too)."""
     try:
@@ -71,6 +92,8 @@ def one_launch(a, work, number, victim, rng):
     log = os.path.join(work, f"log{number}")
     stall = ["--stall-warning", "1", "--stall-timeout", str(a.timeout), "--stall-channel", a.channel]
     mpirun = ["mpirun", "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS=1", "-np", str(a.np), a.binary]
+    if a.cluster is not None:  # emulated nodes: cluster.sh run (run.sh on its hostfile)
+        mpirun = [a.cluster_sh, "run", "--nodes", str(a.nodes), "-np", str(a.np), "--bin", a.binary, "--"]
     if a.bench:  # allreduce_bench: long enough to outlast the stops
         cmd = mpirun + ["--algo", "ring,mpi,rab", "--sizes", "64K,1M", "--warmup", "1", "--iters", "20000",
                         "--repeats", "1"] + stall
@@ -87,7 +110,10 @@ def one_launch(a, work, number, victim, rng):
             if (steps_logged(run_dir, a.np - 1) >= 5) if not a.bench else any(l.startswith("#") for l in read(log)):
                 break
             time.sleep(0.1)
-        pid = rank_pids(p.pid, a.binary).get(victim)
+        if a.cluster is not None:
+            pid, a.victim_host = cluster_rank_pids(a.cluster, a.nodes, a.binary).get(victim, (None, None))
+        else:
+            pid = rank_pids(p.pid, a.binary).get(victim)
         if pid is None:
             sys.exit(f"FAIL: launch {number}: no rank {victim} to stop:\n" + "\n".join(read(log)))
         others = [r for r in range(a.np) if r != victim]
@@ -111,7 +137,9 @@ def one_launch(a, work, number, victim, rng):
             sys.exit(f"FAIL: launch {number}: job still running {a.timeout + 60} s after the last stop")
     finally:
         if p.poll() is None:
-            for q in rank_pids(p.pid, a.binary).values():
+            ranks = ([q for q, _ in cluster_rank_pids(a.cluster, a.nodes, a.binary).values()] if a.cluster is not None
+                     else rank_pids(p.pid, a.binary).values())
+            for q in ranks:
                 os.kill(q, signal.SIGKILL)
             p.kill()
             p.wait()
@@ -156,7 +184,12 @@ def main():
     ap.add_argument("--async", dest="async_mode", action="store_true", help="train --mode async --servers 1")
     ap.add_argument("--bench", action="store_true", help="the binary is allreduce_bench")
     ap.add_argument("--host", default=None, help="the host name expected in the messages (default: this one's)")
+    ap.add_argument("--cluster", type=int, default=None, metavar="ID",
+                    help="launch on the emulated cluster RINGTRAIN_CLUSTER_ID=ID that is up (cluster.sh; root)")
+    ap.add_argument("--nodes", type=int, default=2, help="with --cluster: its node count")
     a = ap.parse_args()
+    a.victim_host = None
+    a.cluster_sh = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts/mpirun/cluster.sh")
     seed = a.seed if a.seed is not None else random.randrange(1 << 30)
     print(f"seed {seed}")
     rng = random.Random(seed)
@@ -165,13 +198,13 @@ def main():
     work = tempfile.mkdtemp(prefix="ringtrain_stall_random.")
     failures = []
     try:
-        # Every rank is stopped in some launch, rank 0 (the side channel's hub) first.
-        victims = [0] + [rng.randrange(1, a.np) for _ in range(a.launches - 1)]
+        # Rank 0 (the side channel's hub) first, then the last rank, then any but rank 0.
+        victims = ([0, a.np - 1] + [rng.randrange(1, a.np) for _ in range(a.launches)])[:a.launches]
         for number, victim in enumerate(victims, 1):
             t0 = time.time()
             lines, code = one_launch(a, work, number, victim, rng)
             print(f"launch {number}: {time.time() - t0:.0f} s")
-            bad = check(lines, code, victim, host, number, a.stops, a.np)
+            bad = check(lines, code, victim, a.victim_host or host, number, a.stops, a.np)
             if bad:
                 failures += [f"launch {number}: {b}" for b in bad]
                 print("\n".join(lines), file=sys.stderr)
