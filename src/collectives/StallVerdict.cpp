@@ -47,13 +47,14 @@ std::vector<StalledRank> find_stalled(const StallVerdictInput& in) {
   const double waited = in.mine.waiting ? in.mine.wait_s : 0.0;
   for (const PeerView& p : in.peers) {
     const double still = p.last.still_s + p.silent_s;
-    if (!p.exited && !p.last.waiting && still >= std::max(in.silence_s, waited - in.slack_s))
+    const bool fresh = p.silent_s < in.silence_s / 2;  // else too stale to judge: rule 2 decides later
+    if (!p.exited && fresh && !p.last.waiting && still >= std::max(in.silence_s, waited - in.slack_s))
       out.push_back(named(p, fmt::format("outside MPI for {:.1f} s", still)));
   }
   if (!out.empty()) return out;
   const auto [step, operation] = common_wait(in);
   for (const PeerView& p : in.peers) {
-    if (!p.exited && p.last.waiting && p.last.still_s + p.silent_s >= in.silence_s &&
+    if (!p.exited && p.silent_s < in.silence_s / 2 && p.last.waiting && p.last.still_s + p.silent_s >= in.silence_s &&
         (p.last.step < step || p.last.operation != operation))
       out.push_back(named(p, "waiting elsewhere"));
   }

@@ -4,8 +4,9 @@
 //   1. the side channel's hub (rank 0) went silent: rank 0 (the others' news came through it);
 //   2. ranks silent for silence_s or longer: stopped, hung whole or unreachable (a SIGSTOPped
 //      process sends nothing; a live one reports every poll);
-//   3. ranks that report, but have been outside any MPI wait, without beginning or ending
-//      one, for as long as this rank has waited: hung or slow in their own work;
+//   3. ranks that report (heard within silence_s / 2), but have been outside any MPI wait,
+//      without beginning or ending one, for as long as this rank has waited: hung or slow in
+//      their own work;
 //   4. ranks waiting in another operation or at an earlier step than the ranks in this one.
 // Nobody named means every rank is waiting in the same place (an MPI or network fault).
 // A rank whose process ended (its side channel closed) is never named: once one rank ends

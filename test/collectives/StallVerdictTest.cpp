@@ -77,6 +77,11 @@ TEST_CASE("find_stalled: a live rank outside MPI for as long as this one waited,
   busy.still_s = 5.8;
   in.peers = {peer(1, 0.1, busy), peer(2, 0.1, waiting_in("barrier", 20, 6.0))};
   auto named = find_stalled(in);
+  // Not heard from for a while, but not yet silent: too stale to judge (rule 2 decides later).
+  in.peers[0].silent_s = 1.0;
+  CHECK(find_stalled(in).empty());
+  in.peers[0].silent_s = 0.1;
+  named = find_stalled(in);
   REQUIRE(ranks(named) == std::vector<int>{1});
   CHECK_THAT(describe_stalled(named), Contains("outside MPI for 5.9 s") && Contains("checkpoint, computing"));
   // Working, but not for as long as this rank has waited: not the one.
