@@ -63,6 +63,7 @@ std::array<std::byte, StallChannel::kTokenBytes> random_token() {
 // (rank 0: "- 0"); or "off"/"error" and why.
 std::string make_plan(const StallChannelOptions& options, const std::vector<std::string>& hosts,
                       const std::vector<std::string>& interfaces, std::vector<int>& listeners,
+                      std::vector<std::pair<std::uint32_t, int>>& ports,
                       std::array<std::byte, StallChannel::kTokenBytes>& token) {
   const auto mine = parse_interfaces(interfaces[0]);
   std::vector<std::uint32_t> target(hosts.size(), 0);
@@ -88,7 +89,6 @@ std::string make_plan(const StallChannelOptions& options, const std::vector<std:
       target[r] = *address;
     }
   }
-  std::vector<std::pair<std::uint32_t, int>> ports;
   std::string plan = "ok\n";
   token = random_token();
   for (std::byte b : token) plan += fmt::format("{:02x}", static_cast<unsigned>(b));
@@ -127,7 +127,7 @@ void StallChannel::set_up(Communicator& comm, const StallChannelOptions& options
   std::string plan;
   if (rank_ == 0) {
     plan = options.listen == "off" ? std::string("off\n--stall-channel off")
-                                   : make_plan(options, hosts_, interfaces, listeners_, token_);
+                                   : make_plan(options, hosts_, interfaces, listeners_, listening_, token_);
   }
   plan = broadcast_text(comm, plan);
   std::istringstream in(plan);

@@ -51,6 +51,8 @@ class StallChannel {
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
   const std::vector<std::string>& hosts() const noexcept { return hosts_; }
+  // The hub's listening (address, port)s: what a test knocks on.
+  const std::vector<std::pair<std::uint32_t, int>>& listening() const noexcept { return listening_; }
 
   // ---- Watchdog thread only. Never blocks.
   // Sends this rank's status and takes in what arrived (the hub: accepts, checks tokens,
@@ -89,6 +91,7 @@ class StallChannel {
   Clock::time_point opened_;
   // The hub.
   std::vector<int> listeners_;
+  std::vector<std::pair<std::uint32_t, int>> listening_;
   std::vector<Pending> pending_;
   std::vector<FramedSocket> members_;  // by rank (index 0 unused)
   std::vector<Heard> heard_;           // by rank
