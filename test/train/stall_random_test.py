@@ -25,6 +25,7 @@ import time
 
 NAMED = re.compile(r"rank (\d+) on (\S+) \[")
 WHERE = re.compile(r"at step \d+ \(([a-z ]+)\).*? in ([a-z0-9 ()-]+?) \(")
+LAST_SEEN = re.compile(r"last seen: (?:step \d+, )?([a-z ]+?)[,\]]")
 STALL = re.compile(r"^(?:ringtrain|allreduce_bench): \[rank (\d+)\] (warning|error): (?:stall timeout: )?.*?stalled rank\(s\): (.*)$")
 
 
@@ -100,7 +101,7 @@ def one_launch(a, work, number, victim, rng):
     else:
         cmd = mpirun + ["train", "--dataset", "synthetic", "--synthetic-shape", "1x28x28", "--synthetic-train", "1920",
            "--synthetic-test", "3000", "--model", "lenet5", "--batch-size", "16", "--epochs", "1000",
-           "--checkpoint-every", "1", "--keep-checkpoints", "2", "--log-every", "1", "--quiet", "--no-tensorboard",
+           "--checkpoint-every-steps", "10", "--keep-checkpoints", "2", "--log-every", "1", "--quiet", "--no-tensorboard",
            "--run-dir", run_dir] + stall + (["--mode", "async", "--servers", "1"] if a.async_mode else [])
     with open(log, "w") as out:
         p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -171,8 +172,9 @@ def check(lines, code, victim, host, number, stops, nranks):
     if len(warnings) < stops - 1:
         bad.append(f"{len(warnings)} warnings for {stops - 1} resumed stops")
     phases = sorted({" / ".join(w.groups()) for w in (WHERE.search(m.group(0)) for m in found) if w})
+    seen = sorted({w.group(1) for w in (LAST_SEEN.search(m.group(3)) for m in found) if w})
     print(f"launch {number}: rank {victim} stopped {stops} times: {len(warnings)} warnings, {len(errors)} errors; "
-          f"waits in: {', '.join(phases)}")
+          f"waits in: {', '.join(phases)}; the stopped rank last seen in: {', '.join(seen)}")
     return bad
 
 
