@@ -316,8 +316,10 @@ StallVerdictInput StallChannel::view(const StallStatus& mine, Clock::time_point 
   in.hub = aged(PeerView{0, hosts_[0], hub_heard_.heard, 0.0, hub_heard_.status, !hub_.open()}, hub_silent);
   in.hub_silent = hub_silent >= silence_s;
   in.peers.push_back(in.hub);
-  // The others' news came through the hub: once it has ended or gone silent it is stale.
-  if (in.hub.exited || in.hub_silent) return in;
+  // The others' news came through the hub: once it has ended, or has not been heard from
+  // for half the silence, it is stale (an entry's silence would grow by the hub's own, and
+  // a live rank would look silent just before the hub does).
+  if (in.hub.exited || hub_silent >= silence_s / 2) return in;
   const double since_table = seconds(now - table_at_);
   for (const PeerView& v : table_) {
     in.peers.push_back(aged(v, since_table));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -59,6 +60,16 @@ std::string StallWatchdog::culprits(const std::vector<StalledRank>& named, const
                                           : fmt::format("rank {} (stopped, hung or unreachable)", s.peer);
 }
 
+std::pair<std::vector<StalledRank>, std::vector<int>> StallWatchdog::judge(const StallStatus& mine,
+                                                                          std::chrono::steady_clock::time_point now) const {
+  StallVerdictInput in = channel_->view(mine, now, options_.silence());
+  in.slack_s = 2.0 * options_.poll_s;
+  std::vector<int> exited;
+  for (const PeerView& p : in.peers)
+    if (p.exited) exited.push_back(p.rank);
+  return {find_stalled(in), exited};
+}
+
 void StallWatchdog::run() {
   using Clock = std::chrono::steady_clock;
   const auto poll = std::chrono::duration<double>(options_.poll_s);
@@ -102,14 +113,8 @@ void StallWatchdog::run() {
       named_serial = s.serial;
       named.clear();
     }
-    if (channel && named.empty() && stalled >= std::min(silence, options_.warning_s > 0 ? options_.warning_s : silence)) {
-      StallVerdictInput in = channel_->view(mine, now, silence);
-      in.slack_s = 2.0 * options_.poll_s;
-      named = find_stalled(in);
-      exited.clear();
-      for (const PeerView& p : in.peers)
-        if (p.exited) exited.push_back(p.rank);
-    }
+    if (channel && named.empty() && stalled >= std::min(silence, options_.warning_s > 0 ? options_.warning_s : silence))
+      std::tie(named, exited) = judge(mine, now);
     const bool timeout = options_.timeout_s > 0.0 && stalled >= options_.timeout_s;
     const bool warning =
         options_.warning_s > 0.0 && stalled >= options_.warning_s && !(warned && warned_serial == s.serial);
@@ -118,9 +123,7 @@ void StallWatchdog::run() {
     // before saying nobody can be named.
     const double threshold = timeout ? options_.timeout_s : options_.warning_s;
     if (channel && !named.empty()) {  // the same ranks, with today's figures
-      StallVerdictInput in = channel_->view(mine, now, silence);
-      in.slack_s = 2.0 * options_.poll_s;
-      for (const StalledRank& now_named : find_stalled(in))
+      for (const StalledRank& now_named : judge(mine, now).first)
         for (StalledRank& r : named)
           if (r.rank == now_named.rank) r = now_named;
     }

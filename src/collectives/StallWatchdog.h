@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "collectives/Communicator.h"
@@ -62,6 +63,9 @@ class StallWatchdog {
 
  private:
   void run();
+  // The side channel's verdict now: the ranks to name, and the ranks whose process ended.
+  std::pair<std::vector<StalledRank>, std::vector<int>> judge(const StallStatus& mine,
+                                                              std::chrono::steady_clock::time_point now) const;
 
   StallOptions options_;
   Report warn_;
