@@ -100,7 +100,7 @@ def one_launch(a, work, number, victim, rng):
                         "--repeats", "1"] + stall
     else:
         cmd = mpirun + ["train", "--dataset", "synthetic", "--synthetic-shape", "1x28x28", "--synthetic-train", "1920",
-           "--synthetic-test", "3000", "--model", "lenet5", "--batch-size", "16", "--epochs", "1000",
+           "--synthetic-test", "12000", "--model", "lenet5", "--batch-size", "16", "--epochs", "1000",
            "--checkpoint-every-steps", "10", "--keep-checkpoints", "2", "--log-every", "1", "--quiet", "--no-tensorboard",
            "--run-dir", run_dir] + stall + (["--mode", "async", "--servers", "1"] if a.async_mode else [])
     with open(log, "w") as out:
@@ -124,14 +124,19 @@ def one_launch(a, work, number, victim, rng):
             os.kill(pid, signal.SIGSTOP)
             if stop == a.stops - 1:
                 break  # the last stop runs into --stall-timeout
-            # Resumed once every other rank has warned (or well before the timeout).
-            deadline = time.time() + a.timeout - 1.5
+            # Resumed once every other rank has warned, or 3.5 s after the stop: the others may
+            # have waited for the stopped rank's evaluation or checkpoint before it stopped,
+            # so their timeout can come that much sooner than --stall-timeout after the stop.
+            deadline = time.time() + min(3.5, a.timeout - 4.0)
             while time.time() < deadline:
                 warned = {int(m.group(1)) for m in stall_lines(read(log)[before:]) if m.group(2) == "warning"}
                 if warned >= set(others):
                     break
                 time.sleep(0.05)
-            os.kill(pid, signal.SIGCONT)
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                sys.exit(f"FAIL: launch {number}: rank {victim} ended while stopped:\n" + "\n".join(read(log)))
         try:
             p.wait(timeout=a.timeout + 60)
         except subprocess.TimeoutExpired:
@@ -184,7 +189,7 @@ def main():
     ap.add_argument("--np", type=int, default=3)
     ap.add_argument("--launches", type=int, default=3)
     ap.add_argument("--stops", type=int, default=7)
-    ap.add_argument("--timeout", type=int, default=6)
+    ap.add_argument("--timeout", type=int, default=8)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--channel", default="auto")
     ap.add_argument("--async", dest="async_mode", action="store_true", help="train --mode async --servers 1")
