@@ -2,8 +2,6 @@
 #include "collectives/StallVerdict.h"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -11,23 +9,6 @@ namespace ringtrain {
 namespace {
 
 StalledRank named(const PeerView& p, std::string why) { return StalledRank{p.rank, p.host, std::move(why), p.last}; }
-
-// Where most of the waiting ranks (this one included) are: (step, operation).
-std::tuple<std::int64_t, std::string> common_wait(const StallVerdictInput& in) {
-  std::map<std::tuple<std::int64_t, std::string>, int> count;
-  if (in.mine.waiting) ++count[{in.mine.step, in.mine.operation}];
-  for (const PeerView& p : in.peers)
-    if (p.last.waiting) ++count[{p.last.step, p.last.operation}];
-  std::tuple<std::int64_t, std::string> best{in.mine.step, in.mine.operation};
-  int most = 0;
-  for (const auto& [key, n] : count) {
-    if (n > most) {
-      most = n;
-      best = key;
-    }
-  }
-  return best;
-}
 
 }  // namespace
 
@@ -50,13 +31,6 @@ std::vector<StalledRank> find_stalled(const StallVerdictInput& in) {
     const bool fresh = p.silent_s < in.silence_s / 2;  // else too stale to judge: rule 2 decides later
     if (!p.exited && fresh && !p.last.waiting && still >= std::max(in.silence_s, waited - in.slack_s))
       out.push_back(named(p, fmt::format("outside MPI for {:.1f} s", still)));
-  }
-  if (!out.empty()) return out;
-  const auto [step, operation] = common_wait(in);
-  for (const PeerView& p : in.peers) {
-    if (!p.exited && p.silent_s < in.silence_s / 2 && p.last.waiting && p.last.still_s + p.silent_s >= in.silence_s &&
-        (p.last.step < step || p.last.operation != operation))
-      out.push_back(named(p, "waiting elsewhere"));
   }
   return out;
 }

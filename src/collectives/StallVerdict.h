@@ -6,9 +6,10 @@
 //      process sends nothing; a live one reports every poll);
 //   3. ranks that report (heard within silence_s / 2), but have been outside any MPI wait,
 //      without beginning or ending one, for as long as this rank has waited: hung or slow in
-//      their own work;
-//   4. ranks waiting in another operation or at an earlier step than the ranks in this one.
-// Nobody named means every rank is waiting in the same place (an MPI or network fault).
+//      their own work.
+// Nobody named means every rank reports, and waits: an MPI or network fault, or ranks waiting
+// on each other in different operations. A rank waiting elsewhere is not named: in async
+// mode servers and workers wait in different places as a matter of course.
 // A rank whose process ended (its side channel closed) is never named: once one rank ends
 // the job, the others' waits on it say nothing about who stopped.
 #pragma once
@@ -23,7 +24,7 @@ namespace ringtrain {
 struct StalledRank {
   int rank = 0;
   std::string host;
-  std::string why;  // "silent for 4.2 s", "outside MPI for 5.0 s", "waiting elsewhere"
+  std::string why;  // "silent for 4.2 s", "outside MPI for 5.0 s"
   StallStatus last;
 };
 

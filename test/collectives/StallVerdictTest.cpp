@@ -66,7 +66,7 @@ TEST_CASE("find_stalled: a silent hub is named alone; ranks that exited never", 
   CHECK(find_stalled(in).empty());
 }
 
-TEST_CASE("find_stalled: a live rank outside MPI for as long as this one waited, then ranks waiting elsewhere", "[stall]") {
+TEST_CASE("find_stalled: a live rank outside MPI for as long as this one waited; never one waiting elsewhere", "[stall]") {
   StallVerdictInput in;
   in.self = 0;
   in.silence_s = 1.5;
@@ -87,12 +87,10 @@ TEST_CASE("find_stalled: a live rank outside MPI for as long as this one waited,
   // Working, but not for as long as this rank has waited: not the one.
   in.peers[0].last.still_s = 2.0;
   CHECK(find_stalled(in).empty());
-  // Everyone waits, one of them in another operation at an earlier step.
+  // Everyone waits, one of them in another operation at an earlier step (a parameter server
+  // waits for requests while workers sum metrics): not named.
   in.peers = {peer(1, 0.1, waiting_in("broadcast", 19, 6.0)), peer(2, 0.1, waiting_in("barrier", 20, 6.0)),
               peer(3, 0.1, waiting_in("barrier", 20, 6.0))};
-  CHECK(ranks(find_stalled(in)) == std::vector<int>{1});
-  // Everyone in the same place: nobody can be named.
-  in.peers[0].last = waiting_in("barrier", 20, 6.0);
   CHECK(find_stalled(in).empty());
 }
 
