@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "FlagRange.h"
 #include "collectives/BenchRunner.h"
+#include "collectives/CostModelFile.h"
 #include "collectives/RabenseifnerAllreduce.h"
 #include "collectives/sim/AllreducePredictor.h"
 
@@ -42,9 +44,9 @@ struct Options {
 };
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("--np", o.np, "simulated ranks")->capture_default_str()->check(CLI::Range(2, 65535));
+  app.add_option("--np", o.np, "simulated ranks")->capture_default_str()->check(ringtrain::from_to(2, 65535));
   app.add_option("--ranks-per-node", o.ranks_per_node, "ranks r / this share a node (memory and a link)")
-      ->capture_default_str()->check(CLI::Range(1, 65535));
+      ->capture_default_str()->check(ringtrain::from_to(1, 65535));
   app.add_option("--sizes", o.sizes, "comma list of fp32 vector sizes (K/M/G suffixes)")->capture_default_str();
   app.add_option("--algo", o.algos, "ring|hier|ps|rd|rab|auto|all or a comma list")->capture_default_str();
   app.add_option("--compress", o.compress, "none|bf16|fp16 (wire format)")->capture_default_str();
@@ -62,16 +64,17 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--rab-window", o.rab_window,
                  "rab: chunks a rank sends ahead of its partner's in a round (0: all at once)")
-      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+      ->capture_default_str()->check(ringtrain::from_to(0, 1 << 20));
   app.add_option("--rab-lanes", o.rab_lanes,
                  "rab: lanes, parts of the vector run as rabs of their own at once (0: the cost model "
                  "chooses, with the model of the link rate)")
-      ->capture_default_str()->check(CLI::Range(0, kMaxRabLanes));
+      ->capture_default_str()->check(ringtrain::from_to(0, kMaxRabLanes));
   app.add_flag("--scale-table", o.scale_table, "markdown table: 8-1024 ranks x {1,8} per node x 64 KiB-256 MiB x "
                                                "{1,10,100} Gbit/s, auto against the fastest and the bound");
   app.add_option("--scale-np", o.scale_np, "with --scale-table: comma list of rank counts instead");
   app.add_option("--scale-per-node", o.scale_per_node, "with --scale-table: comma list of ranks per node instead");
-  app.add_flag("--fidelity-grid", o.fidelity_grid, "CSV predictions for issue 22's emulated-cluster grid");
+  app.add_flag("--fidelity-grid", o.fidelity_grid, "CSV predictions for the emulated-cluster grid the simulator's fidelity is measured on "
+               "(docs/collectives-simulator.md)");
   app.add_flag("--with-model", o.with_model,
                "after each row, the cost model's prediction (us) of each ring, rd and rab column ('-' for "
                "the others), rab in its lanes: model against replay");
