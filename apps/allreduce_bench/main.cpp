@@ -156,6 +156,10 @@ void add_options(CLI::App& app, Options& o) {
       ->check(ringtrain::at_least(0));
   app.add_option("--csv", o.csv, "also write the results as CSV");
   app.add_option("--json", o.json, "also write the results as JSON");
+}
+
+// The stall watchdog (ringtrain's flags): a stopped or hung rank ends the run, named.
+void add_stall_options(CLI::App& app, Options& o) {
   app.add_option("--stall-warning", o.stall.warning_s,
                  "seconds blocked in one MPI wait before a rank says where it waits and which ranks hold it "
                  "up, with their hosts (0: never)")
@@ -265,6 +269,7 @@ int parse(int argc, char** argv, int rank, Options& o, ringtrain::BenchConfig& c
   CLI::App app{"allreduce_bench: all-reduce bandwidth and latency (nccl-tests style)"};
   add_options(app, o);
   add_tuning_options(app, o);
+  add_stall_options(app, o);
   try {
     app.parse(argc, argv);
     config = make_config(o);
