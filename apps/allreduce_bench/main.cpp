@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "collectives/MpiCommunicator.h"
 #include "collectives/MpiEnvironment.h"
 #include "collectives/RabenseifnerAllreduce.h"
+#include "collectives/StallWatchdog.h"
 
 namespace {
 
@@ -45,6 +47,7 @@ struct Options {
   ringtrain::AllreduceCostModel model;
   std::string csv;
   std::string json;
+  ringtrain::StallOptions stall;
 };
 
 ringtrain::BenchConfig make_config(const Options& o) {
@@ -155,6 +158,24 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--json", o.json, "also write the results as JSON");
 }
 
+// The stall watchdog (ringtrain's flags): a stopped or hung rank ends the run, named.
+void add_stall_options(CLI::App& app, Options& o) {
+  app.add_option("--stall-warning", o.stall.warning_s,
+                 "seconds blocked in one MPI wait before a rank says where it waits and which ranks hold it "
+                 "up, with their hosts (0: never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--stall-timeout", o.stall.timeout_s,
+                 "seconds blocked in one MPI wait before the run ends with an error naming the stalled ranks "
+                 "(0: never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--stall-channel", o.stall.channel,
+                 "the watchdogs' side channel to rank 0 (TCP, outside MPI): auto, off, or rank 0's IPv4 "
+                 "address or interface name (as ringtrain train --stall-channel)")
+      ->capture_default_str();
+}
+
 void add_tuning_options(CLI::App& app, Options& o) {
   app.add_option("--chunk-kb", o.chunk_kb, "ring pipeline chunk on one host (KiB on the wire)")
       ->capture_default_str();
@@ -248,6 +269,7 @@ int parse(int argc, char** argv, int rank, Options& o, ringtrain::BenchConfig& c
   CLI::App app{"allreduce_bench: all-reduce bandwidth and latency (nccl-tests style)"};
   add_options(app, o);
   add_tuning_options(app, o);
+  add_stall_options(app, o);
   try {
     app.parse(argc, argv);
     config = make_config(o);
@@ -291,6 +313,22 @@ int main(int argc, char** argv) {
       }
       comm->set_cost_model(o.model);
     }
+    // A stopped or hung rank ends the run with a message naming it (StallWatchdog.h).
+    const auto channel = ringtrain::open_stall_channel(*comm, o.stall);
+    const ringtrain::StallWatchdog watchdog(
+        o.stall,
+        [rank](const std::string& message) {
+          std::fprintf(stderr, "allreduce_bench: [rank %d] warning: %s\n", rank, message.c_str());
+          std::fflush(stderr);
+        },
+        [rank](const std::string& message) {
+          std::fprintf(stderr, "allreduce_bench: [rank %d] error: %s\n", rank, message.c_str());
+          std::fflush(stderr);
+          std::fflush(stdout);
+          std::_Exit(1);
+        },
+        channel.get());
+    ringtrain::StallRecord::instance().set_phase("benchmark");
     const auto hosts = comm->allgather(comm->host_name());
     if (!o.calibrate.empty()) calibrate(*comm, o);
     if (rank == 0) print_header(*comm, hosts, o);

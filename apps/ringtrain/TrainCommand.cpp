@@ -207,13 +207,20 @@ void TrainCommand::add_stall_options(CLI::App& t) {
   t.option_defaults()->group("Distribution");
   t.add_option("--stall-warning", stall_.warning_s,
                 "Seconds blocked in one MPI wait before a rank says, once per stall, where it waits (step, bucket, "
-                "operation) and for which peer (0: never)")
+                "operation), for which peer, and which ranks hold it up, with their hosts and where they were last "
+                "seen (0: never)")
       ->capture_default_str()
       ->check(at_least(0));
   t.add_option("--stall-timeout", stall_.timeout_s,
-                "Seconds blocked in one MPI wait before the job ends with an error naming the stalled rank (0: never)")
+                "Seconds blocked in one MPI wait before the job ends with an error naming the stalled ranks (0: never)")
       ->capture_default_str()
       ->check(at_least(0));
+  t.add_option("--stall-channel", stall_.channel,
+               "The watchdogs' side channel (TCP to rank 0, outside MPI; it is how a stopped rank is named): auto "
+               "(rank 0 listens on 127.0.0.1 for its own host, else on the address the others reach it at among "
+               "the interfaces Open MPI's TCP transport may use), off (stalls name the awaited peer only), or the "
+               "IPv4 address or interface name of rank 0's host to listen on")
+      ->capture_default_str();
 }
 
 void TrainCommand::add_checkpoint_options(CLI::App& t) {
@@ -275,6 +282,10 @@ int TrainCommand::run(Communicator& comm) {
   // ever. The watchdog's thread cannot unwind the blocked one, so a timeout prints its
   // error and leaves at once with exit 1; mpirun then ends every other rank.
   const int rank = comm.rank();
+  const auto channel = open_stall_channel(comm, stall_);
+  if (channel && !channel->active() && stall_.channel != "off" && rank == 0 && !config.quiet)
+    fmt::print(stderr, "ringtrain: note: no stall side channel ({}); a stall names the awaited peer only\n",
+               channel->note());
   const StallWatchdog watchdog(
       stall_,
       [rank](const std::string& message) {
@@ -286,7 +297,8 @@ int TrainCommand::run(Communicator& comm) {
         std::fflush(stderr);
         std::fflush(stdout);
         std::_Exit(1);
-      });
+      },
+      channel.get());
   Trainer trainer(config, comm);
   const TrainResult r = trainer.run();
   if (r.stopped_by == "signal") {

@@ -22,11 +22,13 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shlex
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 PROG = "run.sh: elastic"
@@ -193,6 +195,32 @@ def launch_records(path, offset):
     return first, last
 
 
+# The stall watchdog's error (src/collectives/StallWatchdog.cpp): "... stall timeout: ...;
+# stalled rank(s): rank 1 on node-b [silent for 4.2 s; last seen: ...], rank 3 on ... [...];
+# ending the job ...".
+STALL_ERROR = re.compile(r"\] error: stall timeout: .*?; stalled rank\(s\): (.*); ending the job")
+STALLED_RANK = re.compile(r"rank (\d+) on (\S+) \[([^\]]*)\]")
+
+
+def stalled_ranks(line):
+    """[{rank, host, detail}] named by a stall timeout error line, else []."""
+    m = STALL_ERROR.search(line)
+    if not m:
+        return []
+    return [{"rank": int(r), "host": h, "detail": d} for r, h, d in STALLED_RANK.findall(m.group(1))]
+
+
+def forward_stderr(pipe, launch):
+    """Passes the launch's stderr through line by line, keeping the ranks a stall timeout named."""
+    for raw in iter(pipe.readline, b""):
+        sys.stderr.buffer.write(raw)
+        sys.stderr.buffer.flush()
+        for r in stalled_ranks(raw.decode(errors="replace")):
+            if all(x["rank"] != r["rank"] for x in launch.stalled):
+                launch.stalled.append(r)
+    pipe.close()
+
+
 def utc(t):
     if t is None:
         return None
@@ -213,6 +241,7 @@ class Launch:
         self.started = time.time()
         self.status = None
         self.ended = None
+        self.stalled = []  # the ranks its stall watchdogs named, if a stall ended it
 
     def records(self):
         return launch_records(self.rank0_log, self.offset)
@@ -333,13 +362,19 @@ class Elastic:
         # passes it on as run.sh's stop (SIGUSR2 to the ranks), not also mpirun, whose own
         # handling would kill the ranks odls_base_sigkill_timeout (2 s) into their checkpoint.
         # No stdin: mpirun would read the terminal from a background group and be stopped.
-        self.child = subprocess.Popen(self.command(launch, r), process_group=0, stdin=subprocess.DEVNULL)
+        # stderr passes through a thread that reads the stall watchdog's names from it (every
+        # rank's stderr reaches this launcher through mpirun, whichever node the rank is on).
+        self.child = subprocess.Popen(self.command(launch, r), process_group=0, stdin=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE)
+        reader = threading.Thread(target=forward_stderr, args=(self.child.stderr, launch), daemon=True)
+        reader.start()
         while True:
             try:
                 launch.status = self.child.wait(timeout=0.25)
                 break
             except subprocess.TimeoutExpired:
                 self.finish_pending(launch)
+        reader.join(timeout=5)
         launch.ended = time.time()
         self.child = None
         self.finish_pending(launch)
@@ -354,6 +389,7 @@ class Elastic:
                 "hosts_in": [h for h in hosts if h not in prev], "hosts": hosts,
                 "np_before": failed.np, "np_after": p, "failed_step": step,
                 "failed_at": rounded(failed_at), "failed_utc": utc(failed_at),
+                "stalled": [{"rank": x["rank"], "host": x["host"]} for x in failed.stalled],
                 "resumed_from_step": None, "steps_replayed": None, "first_step_at": None,
                 "first_step_utc": None, "seconds_lost": None}
 
@@ -368,7 +404,11 @@ class Elastic:
         if len(self.launches) - 1 >= a.max_restarts:
             say(f"{a.max_restarts} restart(s) done (--max-restarts): not relaunching")
             return failed.status
-        say(f"launch {failed.number} ended with exit status {failed.status}: asking the hosts which answer")
+        stall = ""
+        if failed.stalled:
+            stall = " after a stall timeout; stalled rank(s): " + ", ".join(
+                f"rank {x['rank']} on {x['host']} [{x['detail']}]" for x in failed.stalled)
+        say(f"launch {failed.number} ended with exit status {failed.status}{stall}: asking the hosts which answer")
         hosts = answering([h for h, _ in self.all_hosts], a.agent, a.probe_timeout)
         if self.stop_signal is not None:
             return EXIT_STOPPED

@@ -79,6 +79,8 @@ Elastic (relaunch on the hosts that still answer after a rank fails; docs/run-di
                          divides --logical-shards S (any count without it: results then depend
                          on it), fits their slots (or --ppn per host) and lies in
                          [--min-np, --max-np]; a host that answers again is used again.
+                         A launch ended by a stall timeout is reported with the ranks its
+                         stall watchdogs named (rank, host, where last seen).
                          Needs --hostfile and train's --run-dir (sync mode); replaces -np.
                          --run-dir, --logical-shards and --mode may also come from train's
                          --config file (TOML; the command line wins, as for ringtrain).

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/StallRecord.h"
 #include "common/LoopPosition.h"
 #include "run/StopSignals.h"
 
@@ -104,12 +105,18 @@ bool AsyncWorker::receive_replies(WorkerRecord& rec) {
   bool more = true;
   const auto params = model_.params();
   int idle = 0;
+  auto& stall = StallRecord::instance();
   while (remaining > 0) {
     const auto arrival = channel_.probe();
     if (!arrival) {
+      if (idle == 0) {  // a wait for the servers' replies begins: the stall watchdog's
+        const auto missing = std::find(got.begin(), got.end(), false) - got.begin();
+        stall.begin_wait("reply", remaining == 1 ? static_cast<int>(missing) : StallRecord::kAllRanks, Clock::now());
+      }
       PeerChannel::back_off(idle++);
       continue;
     }
+    if (idle > 0) stall.end_wait();
     idle = 0;
     const int s = arrival->source;
     if (arrival->tag != async::kToWorkerTag || s >= servers_ || got[static_cast<std::size_t>(s)] ||
@@ -159,7 +166,10 @@ WorkerSegmentResult AsyncWorker::run(int epoch, std::int64_t ticket_begin, int l
   WorkerRecord rec;
   auto t = Clock::now();
   send_all(async::WorkerKind::kPull, clock, -1, nullptr);
+  StallRecord::instance().set_operation("parameter-server exchange");
+  StallRecord::instance().set_phase("async worker");
   while (true) {
+    StallRecord::instance().set_step(clock + 1);
     const bool more = receive_replies(rec);
     rec.times.exchange += since(t);
     if (!more) break;

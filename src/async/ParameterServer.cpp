@@ -30,6 +30,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/StallRecord.h"
 #include "run/StopSignals.h"
 
 namespace ringtrain {
@@ -106,6 +107,9 @@ ServerSegmentResult ParameterServer::serve(const ServerSegment& segment, const s
   auto last_tick = std::chrono::steady_clock::now();
   int idle = 0;
   int active = workers_;
+  auto& stall = StallRecord::instance();
+  stall.set_phase("parameter server");
+  stall.set_operation("parameter-server exchange");
   while (active > 0) {
     if (!stopping_ && stop_requested()) {
       stopping_ = true;
@@ -113,9 +117,13 @@ ServerSegmentResult ParameterServer::serve(const ServerSegment& segment, const s
     }
     const auto arrival = channel_.probe();
     if (!arrival) {
+      // Waiting for any worker: the stall watchdog's wait (the step is the updates applied).
+      if (idle == 0) stall.begin_wait("request", StallRecord::kAllRanks, std::chrono::steady_clock::now());
       complete_sends(false);
       PeerChannel::back_off(idle++);
     } else {
+      if (idle > 0) stall.end_wait();
+      stall.set_step(max_staleness_ == 0 ? synced_clocks_ + 1 : applied_ + 1);
       idle = 0;
       if (arrival->tag != async::kToServerTag || arrival->source < servers_ || arrival->bytes > inbox_.size() ||
           arrival->bytes < sizeof(WorkerHeader)) {
@@ -134,6 +142,7 @@ ServerSegmentResult ParameterServer::serve(const ServerSegment& segment, const s
       last_tick = now;
     }
   }
+  if (idle > 0) stall.end_wait();
   complete_sends(true);
 
   ServerSegmentResult r;

@@ -14,6 +14,7 @@ StallRecord::Snapshot StallRecord::snapshot() const noexcept {
   s.waiting = since != 0;
   s.since = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(since));
   s.serial = serial_.load(std::memory_order_relaxed);
+  s.phase = phase_.load(std::memory_order_relaxed);
   s.operation = operation_.load(std::memory_order_relaxed);
   s.what = what_.load(std::memory_order_relaxed);
   s.peer = peer_.load(std::memory_order_relaxed);

@@ -22,6 +22,10 @@ class StallRecord {
   // The operation the next waits belong to ("ring all-reduce", "metrics sum", ...): a
   // string with static storage duration.
   void set_operation(const char* operation) noexcept { operation_.store(operation, std::memory_order_relaxed); }
+  // What the run is doing ("training", "evaluation", "checkpoint", ...): static text, set
+  // by the run around its parts, so a stall names the part a rank was last seen in.
+  void set_phase(const char* phase) noexcept { phase_.store(phase, std::memory_order_relaxed); }
+  const char* phase() const noexcept { return phase_.load(std::memory_order_relaxed); }
   // The trainer's position: the step being run (1-based global step) and the gradient
   // bucket being reduced (-1 outside the gradient all-reduce).
   void set_step(std::int64_t step) noexcept { step_.store(step, std::memory_order_relaxed); }
@@ -44,6 +48,7 @@ class StallRecord {
     bool waiting = false;
     std::chrono::steady_clock::time_point since;
     std::uint64_t serial = 0;  // changes with every wait: one warning per stall
+    const char* phase = "";
     const char* operation = "";
     const char* what = "";
     int peer = kAllRanks;
@@ -56,12 +61,28 @@ class StallRecord {
  private:
   std::atomic<std::int64_t> since_ns_{0};  // steady-clock ticks; 0: not waiting
   std::atomic<std::uint64_t> serial_{0};
+  std::atomic<const char*> phase_{"start"};
   std::atomic<const char*> operation_{""};
   std::atomic<const char*> what_{""};
   std::atomic<int> peer_{kAllRanks};
   std::atomic<std::int64_t> step_{0};
   std::atomic<int> bucket_{-1};
   std::atomic<int> buckets_{0};
+};
+
+// Sets the phase for a scope and puts the previous one back at its end (a checkpoint
+// inside an epoch's end returns to "training").
+class StallPhase {
+ public:
+  explicit StallPhase(const char* phase) noexcept : previous_(StallRecord::instance().phase()) {
+    StallRecord::instance().set_phase(phase);
+  }
+  ~StallPhase() { StallRecord::instance().set_phase(previous_); }
+  StallPhase(const StallPhase&) = delete;
+  StallPhase& operator=(const StallPhase&) = delete;
+
+ private:
+  const char* previous_;
 };
 
 // Marks a blocking MPI call (a collective inside Open MPI) as a wait for its duration.

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/StallRecord.h"
 #include "common/CollectiveError.h"
 
 namespace ringtrain {
@@ -21,7 +22,10 @@ void run_agreed(Communicator& comm, const std::function<void()>& work) {
   } catch (const std::exception& e) {
     outcome = std::string("1") + e.what();
   }
-  const std::vector<std::string> all = comm.allgather(outcome);
+  const std::vector<std::string> all = [&] {
+    const StallPhase phase("agreement on an outcome");
+    return comm.allgather(outcome);
+  }();
   // A rank that failed reports its own error; the others report the lowest failing rank's.
   for (int r = 0; r < static_cast<int>(all.size()); ++r) {
     const std::string& o = outcome.empty() ? all[static_cast<std::size_t>(r)] : outcome;

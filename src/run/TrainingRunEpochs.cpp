@@ -8,6 +8,7 @@
 
 #include "checkpoint/CheckpointIo.h"
 #include "checkpoint/RunCheckpoint.h"
+#include "collectives/StallRecord.h"
 #include "run/Evaluate.h"
 #include "run/StopSignals.h"
 
@@ -33,6 +34,7 @@ void TrainingRun::begin_training() {
   result.stopped_by = "epochs";
   set_stop_signals_polled(true);
   train_start_ = Clock::now();
+  StallRecord::instance().set_phase("training");  // what a stall reports a rank was doing
 }
 
 void TrainingRun::begin_epoch(int epoch, std::int64_t steps) {
@@ -82,12 +84,14 @@ void TrainingRun::save_model(std::int64_t global_step) {
 }
 
 double TrainingRun::checkpoint_now() {
+  const StallPhase phase("checkpoint");
   const double s = save_checkpoint();
   checkpoint_seconds += s;
   return s;
 }
 
 double TrainingRun::evaluate_now(std::int64_t global_step) {
+  const StallPhase phase("evaluation");
   const auto t0 = Clock::now();
   gather_model();
   const EvalResult r = evaluate_model(comm, *model_, *data.test, config.eval_batch_size, loader_threads());
@@ -160,6 +164,7 @@ void TrainingRun::final_evaluation(int epoch, std::int64_t global_step) {
 }
 
 void TrainingRun::finish(int epoch, std::int64_t global_step) {
+  StallRecord::instance().set_phase("end of run");
   if (result.epochs_completed == 0 && epoch > 0) result.epochs_completed = epoch;
   result.steps = global_step;
   // Stopped mid-epoch (--max-steps): the final figures are of the final parameters.

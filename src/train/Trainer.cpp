@@ -105,6 +105,7 @@ bool Trainer::State::train_one_step(TrainStep& step, std::int64_t steps_per_epoc
     const auto t0 = Clock::now();
     const double cpu0 = snapshot_due ? SnapshotWriter::thread_cpu_seconds() : 0.0;
     if (snapshot_due) take_snapshot();
+    const StallPhase phase("snapshot exchange");
     snapshots->progress();
     snapshot_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     if (snapshot_due) snapshot_cpu_seconds += SnapshotWriter::thread_cpu_seconds() - cpu0;

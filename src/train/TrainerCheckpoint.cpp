@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "checkpoint/RunCheckpoint.h"
+#include "collectives/StallRecord.h"
 #include "checkpoint/SnapshotStore.h"
 #include "train/TrainerState.h"
 
@@ -95,6 +96,7 @@ void Trainer::State::setup_snapshots() {
 }
 
 void Trainer::State::take_snapshot() {
+  const StallPhase phase("snapshot");
   // What a checkpoint of this step would hold: without logical shards the ranks' buffers
   // differ, and a checkpoint holds their mean. Averaged in a copy, so that training goes on
   // exactly as without snapshots.

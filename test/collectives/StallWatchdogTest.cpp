@@ -107,7 +107,7 @@ TEST_CASE("StallWatchdog's timeout hands over one fatal message naming the stall
   std::lock_guard<std::mutex> lock(got.mutex);
   CHECK(got.fatals.size() == 1);  // the thread stops watching after the fatal message
   CHECK(got.warnings.size() == 1);
-  CHECK_THAT(got.fatals[0], Contains("stall timeout") && Contains("ps all-reduce") && Contains("stalled rank: rank 0") &&
+  CHECK_THAT(got.fatals[0], Contains("stall timeout") && Contains("ps all-reduce") && Contains("stalled rank(s): rank 0 (stopped") &&
                                 Contains("--stall-timeout 0.4"));
 }
 

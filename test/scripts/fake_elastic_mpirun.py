@@ -6,7 +6,8 @@ A plan line holds words: `steps=A-B` (rank-0.jsonl of --run-dir gets the first-s
 step A, i.e. resumed from A-1, and step records A..B), `down=h1,h2` / `up=h` (the fake agent
 then fails / answers for those hosts: a node lost or back), `summary` (writes summary.json,
 as a finished run does), `wait` (waits for SIGUSR2, the stop run.sh passes on, then exits 75),
-`exit=C` (the exit status, default 0).
+`stall=R@H` (rank 0 prints the stall watchdog's timeout error naming rank R on host H, as
+when a stall ends a job), `exit=C` (the exit status, default 0).
 """
 import json
 import os
@@ -72,6 +73,12 @@ for w in words:
         while not got:
             time.sleep(0.05)
         status = 75
+    elif key == "stall":
+        r, _, h = value.partition("@")
+        print(f"ringtrain: [rank 0] error: stall timeout: no progress for 3 s at step 9 (training), in all-reduce "
+              f"of metrics (MPI_Allreduce), waiting for every rank; stalled rank(s): rank {r} on {h} [silent for "
+              f"3.1 s; last seen: step 9, evaluation, in broadcast (MPI_Bcast) waiting for rank 0 for 0.2 s]; "
+              f"ending the job (--stall-timeout 3)", file=sys.stderr, flush=True)
     elif key == "exit":
         status = int(value)
 sys.exit(status)

@@ -73,6 +73,15 @@ py "[r.get('np_after') for r in m if r['type'] == 'restart'] == [2, 1, 2]"
 py "m[3]['hosts_in'] == ['b'] and m[3]['hosts_out'] == []"
 py "s['membership']['restarts'] == 3 and s['membership']['steps_replayed'] == 2 + 2 + 2"
 
+# 2b. A stall timeout ends launch 1: the launcher's message and the restart record name the
+#     stalled rank and its host, and the ranks' stderr still reaches the launcher's.
+elastic "steps=1-10 stall=1@b exit=1" "steps=9-20 summary" -- --min-np 2 -- "${train[@]}"
+[[ $rc -eq 0 ]] || fail "2b: exit $rc: $(cat "$tmp/err")"
+grep -q "^run.sh: elastic: launch 1 ended with exit status 1 after a stall timeout; stalled rank(s): rank 1 on b \[silent for 3.1 s; last seen: step 9, evaluation" "$tmp/err" ||
+  fail "2b: the launcher did not name the stalled rank: $(cat "$tmp/err")"
+grep -q "^ringtrain: \[rank 0\] error: stall timeout" "$tmp/err" || fail "2b: the rank's error did not pass through"
+py "m[1]['stalled'] == [{'rank': 1, 'host': 'b'}]"
+
 # 3. A usage error (exit 2) is not retried.
 elastic "exit=2" -- -- "${train[@]}"
 [[ $rc -eq 2 && $(launches) -eq 1 ]] || fail "3: exit $rc after $(launches) launch(es), expected 2 after 1"

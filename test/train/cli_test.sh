@@ -743,11 +743,12 @@ stall)
   done
   wait $launcher && { cat "$work/log" >&2; fail "mpirun exited 0 after a stall"; }
   # Stopped inside the gradient ring the peer is named; inside MPI's own all-reduce of the
-  # step's metrics (no single peer) the warning says "every rank".
-  grep -qE "\[rank $other\] warning: stalled for [0-9]+ s at step [0-9]+, .*in (ring all-reduce .*waiting for rank $stopped|all-reduce of metrics .*waiting for every rank)" \
+  # step's metrics (no single peer) the warning says "every rank"; either way the side
+  # channel names the stopped rank and its host.
+  grep -qE "\[rank $other\] warning: stalled for [0-9]+ s at step [0-9]+ \(training\), .*in (ring all-reduce .*waiting for rank $stopped|all-reduce of metrics .*waiting for every rank); stalled rank\(s\): rank $stopped on $(hostname) \[" \
     "$work/log" || { cat "$work/log" >&2; fail "no stall warning naming rank $stopped"; }
   [[ $(grep -c "\[rank $other\] warning: stalled" "$work/log") -eq 1 ]] || { cat "$work/log" >&2; fail "more than one warning"; }
-  grep -qE "\[rank $other\] error: stall timeout: .*stalled rank: (rank $stopped|a rank that never reached it)" "$work/log" \
+  grep -qE "\[rank $other\] error: stall timeout: .*stalled rank\(s\): rank $stopped on $(hostname) \[silent" "$work/log" \
     || { cat "$work/log" >&2; fail "no timeout error naming rank $stopped"; }
   # The stopped rank, resumed by mpirun's teardown, must not blame the peer that waited.
   grep -q "\[rank $stopped\] error: stall timeout" "$work/log" && { cat "$work/log" >&2; fail "the stopped rank blamed its peer"; }
