@@ -1,4 +1,4 @@
-"""What a feature costs per step: RAM snapshots, exact sums, overlap, or one build against another.
+"""What a feature costs per step: RAM snapshots, exact sums, overlap, the stall watchdog, or one build against another.
 
 Per model, every side of --feature runs once per round for every --bin, interleaved (ABBA); each
 side's ratio is the median of the per-round ratios of rank 0's step time to the first side of its
@@ -12,6 +12,8 @@ binary (builds: of the first binary). Sides:
             --logical-shards 4np at --batch-size B/4: the same global batch np x B in all three;
             --overlap stays at its default (auto; the exact runs never overlap)
   overlap   --overlap off | on (np >= 2)
+  watchdog  --stall-warning 0 --stall-timeout 0 (no thread, no side channel) | the defaults
+            (60 s, 600 s, --stall-channel auto: the watchdog thread and its TCP channel to rank 0)
   builds    each --bin at its own defaults (give two or more)
 Per run, after --warmup (benchlib/ringtrain.measure): step ms, all-reduce ms, of it in MPI and in
 the exact sum's conversion, the rest, MB sent, CPU %, hidden comm. Conditions: mpirun -np NP on
@@ -40,7 +42,7 @@ SNAPSHOT_COUNTS = ("written", "skipped", "captured_in_update", "fence_waits", "r
 
 
 def add_arguments(p):
-    p.add_argument("--feature", choices=["snapshot", "exact", "overlap", "builds"], required=True)
+    p.add_argument("--feature", choices=["snapshot", "exact", "overlap", "watchdog", "builds"], required=True)
     p.add_argument("--models", default="lenet5,mlp,vgg11")
     p.add_argument("--np", type=int, help="ranks on this host (default 2; with --cluster one per node)")
     p.add_argument("--batch-size", type=int, default=32, help="per rank (exact: B/4 per shard at 4np shards)")
@@ -67,7 +69,7 @@ def settle(args):
     if args.cluster and args.np not in (None, args.cluster):
         err(f"--np {args.np}: with --cluster {args.cluster} there is one rank per node")
     args.np = args.cluster or args.np or 2
-    if args.feature in ("exact", "overlap") and args.np < 2:
+    if args.feature in ("exact", "overlap", "watchdog") and args.np < 2:
         err("--np must be at least 2 (one rank has no all-reduce to compare)")
     if args.feature == "exact" and (args.batch_size < SHARDS_PER_RANK or args.batch_size % SHARDS_PER_RANK):
         err(f"--batch-size {args.batch_size} is not divisible by {SHARDS_PER_RANK} (the S={SHARDS_PER_RANK}np runs "
@@ -102,6 +104,8 @@ def cases(args):
                 (f"S={many}", b // SHARDS_PER_RANK, ["--logical-shards", str(many)], {})]
     if args.feature == "overlap":
         return [("off", b, ["--overlap", "off"], {}), ("on", b, ["--overlap", "on"], {})]
+    if args.feature == "watchdog":
+        return [("off", b, ["--stall-warning", "0", "--stall-timeout", "0"], {}), ("on", b, [], {})]
     return [("defaults", b, [], {})]
 
 
