@@ -11,10 +11,13 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include "nn/Add.h"
 #include "nn/BatchNorm2d.h"
+#include "nn/Concat.h"
 #include "nn/Conv2d.h"
 #include "nn/Dropout.h"
 #include "nn/Flatten.h"
+#include "nn/Graph.h"
 #include "nn/Layer.h"
 #include "nn/Linear.h"
 #include "nn/LocalResponseNorm.h"
@@ -25,7 +28,8 @@
 namespace ringtrain {
 namespace {
 
-// One graph under construction: each node reads the previous node's output.
+// One graph under construction: each node reads the current tensor (by default the previous
+// node's output) and any extra inputs it is given.
 class GraphBuilder {
  public:
   explicit GraphBuilder(onnx::GraphProto& graph) : graph_(graph) {}
@@ -56,6 +60,8 @@ class GraphBuilder {
   }
 
   const std::string& current() const { return current_; }
+  // The next node's first input.
+  void set_current(const std::string& name) { current_ = name; }
   void rename_output(const std::string& name) {
     graph_.mutable_node(graph_.node_size() - 1)->set_output(0, name);
     current_ = name;
@@ -132,7 +138,16 @@ void add_batchnorm(GraphBuilder& g, const BatchNorm2d& b) {
   real(n, "epsilon", b.eps());
 }
 
-void add_layer(GraphBuilder& g, const Layer& layer) {
+void add_add(GraphBuilder& g, const Add& a, const std::vector<std::string>& rest) {
+  // ONNX's Add is binary; Sum takes any number of inputs.
+  g.node(a.num_inputs() == 2 ? "Add" : "Sum", a.name(), rest);
+  if (a.fused_relu()) g.node("Relu", a.name() + ".relu", {});
+}
+
+// rest: the layer's inputs after the first (the current tensor), as ONNX names.
+void add_layer(GraphBuilder& g, const Layer& layer, const std::vector<std::string>& rest) {
+  if (const auto* a = dynamic_cast<const Add*>(&layer)) return add_add(g, *a, rest);
+  if (dynamic_cast<const Concat*>(&layer) != nullptr) return integer(g.node("Concat", layer.name(), rest), "axis", 1);
   if (const auto* c = dynamic_cast<const Conv2d*>(&layer)) return add_conv(g, *c);
   if (const auto* l = dynamic_cast<const Linear*>(&layer)) return add_linear(g, *l);
   if (const auto* p = dynamic_cast<const Pool2d*>(&layer)) return add_pool(g, *p);
@@ -167,7 +182,16 @@ onnx::ModelProto build_model(const Model& model) {
   const ImageShape in = model.input_shape();
   add_value(*graph.mutable_input(), "input", {in.channels, in.height, in.width});
   GraphBuilder g(graph);
-  for (std::size_t i = 0; i < model.num_layers(); ++i) add_layer(g, model.layer(i));
+  const Graph& graph = model.graph();
+  std::vector<std::string> names{"input"};  // ONNX name of each value (Graph's numbering)
+  for (std::size_t i = 0; i < graph.size(); ++i) {
+    const auto& inputs = graph.node(i).inputs;
+    std::vector<std::string> rest;
+    for (std::size_t k = 1; k < inputs.size(); ++k) rest.push_back(names[static_cast<std::size_t>(inputs[k])]);
+    g.set_current(names[static_cast<std::size_t>(inputs[0])]);
+    add_layer(g, graph.layer(i), rest);
+    names.push_back(g.current());
+  }
   g.rename_output("logits");
   add_value(*graph.mutable_output(), "logits", {model.classes()});
   return m;
