@@ -12,6 +12,7 @@
 
 #include "collectives/BenchRunner.h"
 #include "collectives/CostCalibration.h"
+#include "collectives/CostModelFile.h"
 #include "collectives/MpiCommunicator.h"
 #include "collectives/MpiEnvironment.h"
 #include "collectives/RabenseifnerAllreduce.h"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectives/BenchRunner.h"
+#include "collectives/CostModelFile.h"
 #include "collectives/RabenseifnerAllreduce.h"
 #include "collectives/sim/AllreducePredictor.h"
 
@@ -71,7 +72,8 @@ void add_options(CLI::App& app, Options& o) {
                                                "{1,10,100} Gbit/s, auto against the fastest and the bound");
   app.add_option("--scale-np", o.scale_np, "with --scale-table: comma list of rank counts instead");
   app.add_option("--scale-per-node", o.scale_per_node, "with --scale-table: comma list of ranks per node instead");
-  app.add_flag("--fidelity-grid", o.fidelity_grid, "CSV predictions for issue 22's emulated-cluster grid");
+  app.add_flag("--fidelity-grid", o.fidelity_grid, "CSV predictions for the emulated-cluster grid the simulator's fidelity is measured on "
+               "(docs/collectives-simulator.md)");
   app.add_flag("--with-model", o.with_model,
                "after each row, the cost model's prediction (us) of each ring, rd and rab column ('-' for "
                "the others), rab in its lanes: model against replay");

@@ -1,330 +1,25 @@
-// Subcommand definitions. Defaults live in the config structs; --help shows them.
+// The ringtrain subcommands: train (TrainCommand.h), eval, and the local ones (models,
+// datasets, inspect, export, trace). Defaults live in the config structs; --help shows them.
 #include "Commands.h"
 
-#include "ConfigFile.h"
-
 #include <cstdio>
-#include <cstdlib>
-#include <map>
-#include <sstream>
+#include <optional>
 
 #include <fmt/format.h>
 
-#include "datasets/Dataset.h"
+#include "FlagText.h"
 #include "datasets/DatasetReport.h"
-#include "nn/Model.h"
-#include "optim/LrSchedule.h"
-#include "optim/Optimizer.h"
 #include "export/OnnxExport.h"
+#include "nn/Model.h"
 #include "run/Evaluate.h"
-#include "run/StopSignals.h"
 #include "trace/Trace.h"
 #include "train/Trainer.h"
 
 namespace ringtrain {
-namespace {
 
-ImageShape parse_shape(const std::string& text, const char* flag) {
-  int c = 0, h = 0, w = 0;
-  char extra = 0;
-  if (std::sscanf(text.c_str(), "%dx%dx%d%c", &c, &h, &w, &extra) != 3 || c <= 0 || h <= 0 || w <= 0) {
-    throw std::invalid_argument(fmt::format("{} expects CxHxW with positive sizes, e.g. 3x32x32 (got '{}')", flag, text));
-  }
-  return {c, h, w};
-}
-
-std::vector<double> parse_list(const std::string& text, const char* flag) {
-  std::vector<double> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      std::size_t used = 0;
-      out.push_back(std::stod(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw std::invalid_argument(fmt::format("{} expects comma-separated numbers, e.g. 10,20 (got '{}')", flag, text));
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> model_names() {
-  std::vector<std::string> names;
-  for (const auto& entry : model_zoo()) names.push_back(entry.name);
-  return names;
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : "|") + n;
-  return out;
-}
-
-constexpr const char* kTrainFooter = R"(
-Exit status:
-  0   finished: the model is in <run-dir>/model.rtck (ringtrain eval --checkpoint <run-dir>/model.rtck)
-  75  stopped by a signal after writing its checkpoint: resume with --resume auto (same --run-dir)
-  1   runtime error (every rank says which)     2   usage error (a flag, a config file)
-  128+N  killed by signal N before training started (a stop then would have nothing to save)
-Signals: SIGTERM, SIGINT or SIGUSR2 stop the run after the current step with a checkpoint in
-  --checkpoint-dir. Under mpirun send them to the ranks, or SIGTERM to scripts/mpirun/run.sh
-  (it passes SIGUSR2 to mpirun, which forwards it at once; mpirun delays a SIGTERM by 1 s).
-Threads: OpenMP threads per rank = --threads, else OMP_NUM_THREADS, else the node's cores / the
-  ranks on it (from MPI); the start line shows them, and a node whose ranks x threads exceed its
-  cores gets a warning.)";
-
-}  // namespace
-
-Commands::Commands(CLI::App& app) {
-  add_train(app);
+Commands::Commands(CLI::App& app) : train_(app) {
   add_eval(app);
   add_local(app);
-}
-
-void Commands::add_data_options(CLI::App& sub, DatasetConfig& data, std::string& synthetic_shape) {
-  sub.add_option("--dataset", data.name, "Dataset: " + joined(dataset_names()))
-      ->capture_default_str()
-      ->check(CLI::IsMember(dataset_names()));
-  sub.add_option("--data-dir", data.data_dir,
-                 "Directory holding the dataset's files (default for fashion-mnist: "
-                 "/usr/share/datasets/fashion-mnist)");
-  sub.add_option("--synthetic-shape", synthetic_shape, "Synthetic data: sample shape CxHxW")->capture_default_str();
-  sub.add_option("--synthetic-classes", data.synthetic_classes, "Synthetic data: classes")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 100000));
-  sub.add_option("--synthetic-train", data.synthetic_train, "Synthetic data: training samples")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  sub.add_option("--synthetic-test", data.synthetic_test, "Synthetic data: test samples")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  sub.add_option("--synthetic-seed", data.seed, "Synthetic data: the seed that generates it (not --seed)")
-      ->capture_default_str();
-  auto& text = norm_text_[&data];
-  sub.add_option("--mean", text.first,
-                 "Per-channel mean of x/255 to normalise with, e.g. 0.4914,0.4822,0.4465 (default: from the "
-                 "training set)");
-  sub.add_option("--std", text.second, "Per-channel std of x/255 to normalise with (default: from the training set)");
-  // A callback rather than CLI11's negated flag ("!--no-..."), whose help shows "{false}".
-  sub.add_flag_callback("--no-normalize", [&data] { data.normalize = false; },
-                        "Feed x/255 without mean/std normalisation");
-}
-
-DatasetConfig Commands::resolve_data(DatasetConfig data, const std::string& synthetic_shape) {
-  data.synthetic_shape = parse_shape(synthetic_shape, "--synthetic-shape");
-  return data;
-}
-
-DatasetConfig Commands::resolve(const DatasetConfig& data, const std::string& synthetic_shape) const {
-  DatasetConfig out = resolve_data(data, synthetic_shape);
-  const auto it = norm_text_.find(&data);
-  if (it != norm_text_.end()) {
-    for (double v : parse_list(it->second.first, "--mean")) out.norm_mean.push_back(static_cast<float>(v));
-    for (double v : parse_list(it->second.second, "--std")) out.norm_std.push_back(static_cast<float>(v));
-  }
-  if (out.norm_mean.empty() != out.norm_std.empty()) {
-    throw std::invalid_argument("--mean and --std go together: give both or neither");
-  }
-  return out;
-}
-
-void Commands::add_train(CLI::App& app) {
-  auto* t = app.add_subcommand("train", "Train a model (run under mpirun -np N for N data-parallel ranks)");
-  train_ = t;
-  t->add_option("--config", config_file_,
-                "Read options from a TOML/INI file: 'epochs = 5', keys are the long options below without the "
-                "dashes; options given on the command line win. Each run writes its own as <run-dir>/config.toml")
-      ->configurable(false);
-  add_train_model_options(*t);
-  add_train_optimisation_options(*t);
-  add_train_distribution_options(*t);
-  add_train_checkpoint_options(*t);
-  add_train_logging_options(*t);
-  t->footer(kTrainFooter);
-}
-
-// --help shows each group under its own heading (CLI11's option group names).
-void Commands::add_train_model_options(CLI::App& t) {
-  TrainConfig& c = train_config_;
-  t.option_defaults()->group("Model and data");
-  t.add_option("--model", c.model, "Model: " + joined(model_names()) + " (see 'ringtrain models')")
-      ->capture_default_str()
-      ->check(CLI::IsMember(model_names()));
-  add_data_options(t, c.data, synthetic_shape_);
-  t.add_flag("--augment", c.data.augment, "Random crop (pad 4) and horizontal flip of training images");
-  t.add_option("--precision", c.precision,
-                "Compute: fp32, or bf16 (activations and the layers' weights in bf16 on the CPU's bf16 units, fp32 "
-                "master weights, gradients, optimizer and loss; needs AVX512-BF16 or AMX)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "bf16"}));
-  t.add_option("--seed", c.seed, "Seed of initialisation, shuffling, augmentation, dropout")->capture_default_str();
-}
-
-void Commands::add_train_optimisation_options(CLI::App& t) {
-  TrainConfig& c = train_config_;
-  t.option_defaults()->group("Optimisation");
-  t.add_option("--epochs", c.epochs, "Epochs")->capture_default_str();
-  t.add_option("--max-steps", c.max_steps, "Stop after this many optimizer steps (0: no limit)")
-      ->capture_default_str();
-  t.add_option("--target-accuracy", c.target_accuracy,
-                "Evaluate every epoch and stop once test accuracy >= this, reporting the time (0: off)")
-      ->capture_default_str();
-  t.add_option("--batch-size", c.batch_size, "Batch size per rank (with --logical-shards: per shard)")
-      ->capture_default_str();
-  t.add_option("--global-batch-size", c.global_batch_size,
-                "Samples per optimizer step over all ranks and --accumulate micro-batches, or over the --logical-shards "
-                "(overrides --batch-size; must divide evenly)");
-  t.add_option("--eval-batch-size", c.eval_batch_size, "Evaluation batch per rank (0: max(batch, 256))")
-      ->capture_default_str();
-  t.add_option("--accumulate", c.accumulate, "Micro-batches whose gradients are summed before one all-reduce")
-      ->capture_default_str();
-  t.add_option("--optimizer", c.optimizer.name, joined(Optimizer::known_names()))
-      ->capture_default_str()
-      ->check(CLI::IsMember(Optimizer::known_names()));
-  t.add_option("--lr", c.schedule.base_lr, "Learning rate (before --lr-scaling)")->capture_default_str();
-  t.add_option("--momentum", c.optimizer.momentum, "Momentum (sgd, lars)")->capture_default_str();
-  t.add_flag("--nesterov", c.optimizer.nesterov, "Nesterov momentum (sgd)");
-  t.add_option("--weight-decay", c.optimizer.weight_decay, "Weight decay")->capture_default_str();
-  t.add_option("--beta1", c.optimizer.beta1, "Adam beta1")->capture_default_str();
-  t.add_option("--beta2", c.optimizer.beta2, "Adam beta2")->capture_default_str();
-  t.add_option("--eps", c.optimizer.eps, "Adam epsilon")->capture_default_str();
-  t.add_option("--lars-eta", c.optimizer.lars_eta, "LARS trust coefficient")->capture_default_str();
-  t.add_option("--lr-schedule", c.schedule.name,
-                joined(LrSchedule::known_names()) + " (cosine: to --lr-min over --epochs)")
-      ->capture_default_str()
-      ->check(CLI::IsMember(LrSchedule::known_names()));
-  t.add_option("--lr-gamma", c.schedule.gamma, "step/multistep: factor at each boundary")->capture_default_str();
-  t.add_option("--lr-step-epochs", c.schedule.step_epochs, "step: epochs between decays")->capture_default_str();
-  t.add_option("--lr-milestones", milestones_, "multistep: epochs where lr *= gamma, e.g. 10,20");
-  t.add_option("--lr-min", c.schedule.min_lr, "cosine: final learning rate")->capture_default_str();
-  t.add_option("--warmup-epochs", c.schedule.warmup_epochs, "Linear warmup epochs before the schedule")
-      ->capture_default_str();
-  t.add_option("--lr-scaling", c.lr_scaling,
-                "none|linear: linear scales lr by global batch / --lr-base-batch (Goyal et al. 2017)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"none", "linear"}));
-  t.add_option("--lr-base-batch", c.lr_base_batch, "linear scaling: the batch --lr is for (0: --batch-size)")
-      ->capture_default_str();
-}
-
-void Commands::add_train_distribution_options(CLI::App& t) {
-  TrainConfig& c = train_config_;
-  t.option_defaults()->group("Distribution");
-  const std::vector<std::string> algos = {"ring", "hier", "mpi", "ps", "rd", "rab", "auto"};
-  t.add_option("--allreduce", c.allreduce,
-                "Gradient all-reduce: " + joined(algos) +
-                    " (auto: per bucket size, by a cost model across nodes (ring, rd, rab, and hier when a node "
-                    "holds several ranks), rd/ring by size on one host; the start line and summary.json name "
-                    "its choice)")
-      ->capture_default_str()
-      ->check(CLI::IsMember(algos));
-  const std::vector<std::string> transports = {"none", "bf16", "fp16"};
-  t.add_option("--compress", c.compress,
-                "Gradient transport: " + joined(transports) + " (16-bit on the wire, fp32 additions; "
-                "with ring, hier, ps, rab or auto)")
-      ->capture_default_str()
-      ->check(CLI::IsMember(transports));
-  t.add_option("--bucket-mb", c.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
-  t.add_option("--tuning", c.tuning,
-                "Cost model parameters for --allreduce auto, as 'allreduce_bench --calibrate FILE' writes them "
-                "(default: built-in, fitted to 1 Gbit links); read on every rank, which must all read the same values");
-  t.add_option("--logical-shards", c.logical_shards,
-                "Cut the global batch into S fixed shards of --batch-size samples (global batch S x --batch-size; "
-                "--global-batch-size G gives G/S), S/N per rank, with their own samples, dropout and batch-norm "
-                "statistics, and sum the gradients exactly (int64): the parameters are bit-identical at every rank "
-                "count N that divides S (with equal --threads), and a checkpoint resumes mid-epoch at any such N. "
-                "Gradients travel once per step as int64 through MPI_Allreduce (2x the fp32 bytes), after the last "
-                "shard (no --overlap). 0: off")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  // A string, so config.toml writes and reads back the same word.
-  t.add_option("--overlap", overlap_,
-                "Reduce each gradient bucket on a communication thread as soon as backward has finished it (off: "
-                "all buckets after backward; the results are bit-identical). auto: on when the ranks span several "
-                "hosts or each rank has a core to spare, off when all share one host's cores")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "on", "off"}));
-  t.add_option("--mode", c.mode,
-                "sync: every rank computes, gradients all-reduced each step; async: ranks 0..S-1 are parameter "
-                "servers, the others workers that pull, compute and push without waiting for each other")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"sync", "async"}));
-  t.add_option("--servers", c.servers, "async: number of parameter-server ranks S (< ranks)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  t.add_option("--max-staleness", c.max_staleness,
-                "async: a worker waits while it is more than K steps ahead of the slowest (stale-synchronous "
-                "parallel); 0 is synchronous, -1 unbounded")
-      ->capture_default_str()
-      ->check(CLI::Range(-1, 1 << 30).description(""));
-  t.add_option("--threads", c.threads,
-                "OpenMP threads per rank (default: OMP_NUM_THREADS when set, else the node's cores / the ranks on it)")
-      ->check(CLI::NonNegativeNumber);
-  t.add_option("--straggler-ms", c.straggler_ms,
-                "Experiments: the last rank (in async mode a worker) sleeps this many milliseconds after each "
-                "gradient, an emulated slower node (0: off)")
-      ->capture_default_str();
-  // Flags of the other mode are mistakes, not no-ops: say so before MPI starts.
-  t.parse_complete_callback([this, &t] {
-    if (train_config_.mode == "async" &&
-        (t.count("--allreduce") > 0 || t.count("--bucket-mb") > 0 || t.count("--tuning") > 0)) {
-      throw CLI::ValidationError("--mode async", "--allreduce, --bucket-mb and --tuning apply to --mode sync; --mode "
-                                                 "async exchanges gradients through its parameter servers");
-    }
-    if (train_config_.mode == "sync" && (t.count("--servers") > 0 || t.count("--max-staleness") > 0)) {
-      throw CLI::ValidationError("--mode sync", "--servers and --max-staleness apply to --mode async");
-    }
-  });
-  t.add_option("--stall-warning", stall_.warning_s,
-                "Seconds blocked in one MPI wait before a rank says, once per stall, where it waits (step, bucket, "
-                "operation) and for which peer (0: never)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  t.add_option("--stall-timeout", stall_.timeout_s,
-                "Seconds blocked in one MPI wait before the job ends with an error naming the stalled rank (0: never)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-}
-
-void Commands::add_train_checkpoint_options(CLI::App& t) {
-  TrainConfig& c = train_config_;
-  t.option_defaults()->group("Checkpoints");
-  t.add_option("--checkpoint-dir", c.checkpoint_dir, "Checkpoint directory (default: <run-dir>/checkpoints)");
-  t.add_option("--checkpoint-every", c.checkpoint_every, "Checkpoint every N epochs (0: off)")
-      ->capture_default_str();
-  t.add_option("--checkpoint-every-steps", c.checkpoint_every_steps, "Checkpoint every N steps (0: off)")
-      ->capture_default_str();
-  t.add_option("--keep-checkpoints", c.keep_checkpoints, "Keep the newest K checkpoints (0: all)")
-      ->capture_default_str();
-  t.add_option("--resume", c.resume,
-               "Resume from a checkpoint file, or 'auto': the newest state in --checkpoint-dir or, when newer, "
-               "a RAM snapshot of this run on any node");
-  t.add_option("--snapshot-every", c.snapshot_every,
-               "Every N steps, the training state to each node's RAM and a copy to the next node's, off the "
-               "step's path; kept (newest 2) when the run fails or is stopped, removed when it ends normally (0: off)")
-      ->capture_default_str();
-  t.add_option("--snapshot-dir", c.snapshot_dir,
-               "Where snapshots go on every node (default: /dev/shm/ringtrain-<run id>, the id from --run-dir's path)");
-}
-
-void Commands::add_train_logging_options(CLI::App& t) {
-  TrainConfig& c = train_config_;
-  t.option_defaults()->group("Logging and evaluation");
-  t.add_option("--eval-every", c.eval_every, "Evaluate every N epochs (0: only at the end)")->capture_default_str();
-  t.add_option("--log-every", c.log_every,
-                "Steps per timing record in rank-<r>.jsonl and TensorBoard point (each sums its steps' phases; "
-                "1: every step, for a per-step trace; the default keeps a 10-epoch LeNet-5 run's logs near 1 MB)")
-      ->capture_default_str();
-  t.add_option("--run-dir", c.run_dir, "Run directory (default: runs/<time>-<model>-np<N>)");
-  t.add_flag("--quiet", c.quiet, "No console output but errors");
-  t.add_option("--progress", c.progress,
-                "Rank 0's console: a live bar on stderr (bar), one line per epoch (plain), or bar only when "
-                "stderr is a terminal (auto; under mpirun it never is)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "bar", "plain"}));
-  t.add_flag_callback("--no-tensorboard", [&c] { c.tensorboard = false; },
-                      "Write no TensorBoard event files (<run-dir>/tensorboard/)");
 }
 
 void Commands::add_eval(CLI::App& app) {
@@ -334,7 +29,7 @@ void Commands::add_eval(CLI::App& app) {
       "options when given (under mpirun: sharded, exact)");
   eval_ = e;
   e->add_option("--checkpoint", eval_checkpoint_, "Checkpoint file")->required();
-  add_data_options(*e, eval_data_, eval_synthetic_shape_);
+  eval_data_options_.add(*e, eval_data_);
   e->add_option("--batch-size", eval_batch_, "Batch size per rank")->capture_default_str()->check(CLI::PositiveNumber);
 }
 
@@ -343,7 +38,7 @@ void Commands::add_local(CLI::App& app) {
   models_->add_option("--input", models_shape_, "Input shape CxHxW (default: each model's usual dataset shape)");
 
   datasets_ = app.add_subcommand("datasets", "Describe a dataset: counts, shape, class histogram, mean/std");
-  add_data_options(*datasets_, datasets_data_, datasets_synthetic_shape_);
+  datasets_options_.add(*datasets_, datasets_data_);
 
   inspect_ = app.add_subcommand("inspect", "Validate a checkpoint and print its header");
   inspect_->add_option("checkpoint", inspect_path_, "Checkpoint file")->required();
@@ -360,13 +55,11 @@ void Commands::add_local(CLI::App& app) {
   trace_->add_option("-o,--output", trace_out_, "Output file (default: <run_dir>/trace.json)");
 }
 
-bool Commands::needs_mpi() const { return train_->parsed() || eval_->parsed(); }
+bool Commands::needs_mpi() const { return train_.parsed() || eval_->parsed(); }
 
-void Commands::apply_config_file() {
-  if (train_->parsed() && !config_file_.empty()) ringtrain::apply_config_file(*train_, config_file_);
-}
+void Commands::apply_config_file() { train_.apply_config_file(); }
 
-bool Commands::stops_on_signal() const { return train_->parsed(); }
+bool Commands::stops_on_signal() const { return train_.parsed(); }
 
 int Commands::run_local() {
   if (models_->parsed()) {
@@ -388,7 +81,7 @@ int Commands::run_local() {
     return 0;
   }
   if (datasets_->parsed()) {
-    const DatasetConfig config = resolve(datasets_data_, datasets_synthetic_shape_);
+    const DatasetConfig config = datasets_options_.resolve();
     fmt::print("{}", format_dataset_report(describe_dataset(config.name, load_dataset(config))));
     return 0;
   }
@@ -415,61 +108,11 @@ int Commands::run_local() {
 }
 
 int Commands::run_distributed(Communicator& comm) {
-  if (train_->parsed()) {
-    TrainConfig config = train_config_;
-    config.data = resolve(train_config_.data, synthetic_shape_);
-    if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
-    config.overlap = overlap_;
-    // This run's own paths stay as comments: a rerun from the file gets a new run directory
-    // (and would otherwise write over this one).
-    config.rerun_config =
-        "# The options of this run. Rerun it with: ringtrain train --config <this file> (options given on the\n"
-        "# command line win over the file).\n" +
-        config_file_text(*train_, {"run-dir", "checkpoint-dir", "resume", "snapshot-dir"});
-    // A stopped, hung or unreachable peer would otherwise hold this rank inside MPI for
-    // ever. The watchdog's thread cannot unwind the blocked one, so a timeout prints its
-    // error and leaves at once with exit 1; mpirun then ends every other rank.
-    const int rank = comm.rank();
-    const StallWatchdog watchdog(
-        stall_,
-        [rank](const std::string& message) {
-          fmt::print(stderr, "ringtrain: [rank {}] warning: {}\n", rank, message);
-          std::fflush(stderr);
-        },
-        [rank](const std::string& message) {
-          fmt::print(stderr, "ringtrain: [rank {}] error: {}\n", rank, message);
-          std::fflush(stderr);
-          std::fflush(stdout);
-          std::_Exit(1);
-        });
-    Trainer trainer(config, comm);
-    const TrainResult r = trainer.run();
-    if (r.stopped_by == "signal") {
-      // The checkpoint is written (the stop note named it): "resume me", not "done".
-      if (comm.rank() == 0 && !config.quiet) {
-        fmt::print("stopped by a signal after {} steps; resume with --resume auto --run-dir {} (exit {})\n", r.steps,
-                   r.run_dir.string(), kExitStopped);
-        // Before the exit status reaches mpirun, which then ends the ranks still exiting.
-        std::fflush(stdout);
-      }
-      return kExitStopped;
-    }
-    // Ended normally: the RAM snapshots are no longer needed (a failure or a stop keeps them).
-    trainer.remove_snapshots();
-    if (comm.rank() == 0 && !config.quiet) {
-      fmt::print("done: {} epochs, {} steps, {:.1f}s, test accuracy {:.4f}, test loss {:.4f}{}; run dir {}\n"
-                 "model: {} (ringtrain eval --checkpoint {})\n",
-                 r.epochs_completed, r.steps, r.wall_s, r.final_test_accuracy, r.final_test_loss,
-                 r.time_to_target_s ? fmt::format(", reached {} at {:.1f}s", config.target_accuracy, *r.time_to_target_s)
-                                    : std::string(),
-                 r.run_dir.string(), r.model.string(), r.model.string());
-    }
-    return 0;
-  }
+  if (train_.parsed()) return train_.run(comm);
   if (eval_->parsed()) {
     // Without --dataset, the checkpoint's own dataset configuration.
     std::optional<DatasetConfig> data;
-    if (eval_->count("--dataset") > 0) data = resolve(eval_data_, eval_synthetic_shape_);
+    if (eval_->count("--dataset") > 0) data = eval_data_options_.resolve();
     const EvalResult r = evaluate_checkpoint(comm, eval_checkpoint_, data, eval_batch_);
     if (comm.rank() == 0) {
       fmt::print("{}: model {}, {} test samples, loss {:.4f}, accuracy {:.4f}\n", eval_checkpoint_, r.model,

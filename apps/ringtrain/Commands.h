@@ -1,15 +1,13 @@
 // The ringtrain subcommands: their flags (bound into config structs) and their actions.
 #pragma once
 
-#include <map>
 #include <string>
-#include <utility>
 
 #include <CLI/CLI.hpp>
 
+#include "DataOptions.h"
+#include "TrainCommand.h"
 #include "collectives/Communicator.h"
-#include "collectives/StallWatchdog.h"
-#include "config/TrainConfig.h"
 
 namespace ringtrain {
 
@@ -27,21 +25,10 @@ class Commands {
   int run_distributed(Communicator& comm);
 
  private:
-  void add_train(CLI::App& app);
-  void add_train_model_options(CLI::App& t);
-  void add_train_optimisation_options(CLI::App& t);
-  void add_train_distribution_options(CLI::App& t);
-  void add_train_checkpoint_options(CLI::App& t);
-  void add_train_logging_options(CLI::App& t);
   void add_eval(CLI::App& app);
   void add_local(CLI::App& app);
-  void add_data_options(CLI::App& sub, DatasetConfig& data, std::string& synthetic_shape);
-  DatasetConfig resolve(const DatasetConfig& data, const std::string& synthetic_shape) const;
-  static DatasetConfig resolve_data(DatasetConfig data, const std::string& synthetic_shape);
-  // --mean / --std text per subcommand (comma-separated, parsed in resolve).
-  std::map<const DatasetConfig*, std::pair<std::string, std::string>> norm_text_;
 
-  CLI::App* train_ = nullptr;
+  TrainCommand train_;
   CLI::App* eval_ = nullptr;
   CLI::App* models_ = nullptr;
   CLI::App* datasets_ = nullptr;
@@ -49,21 +36,14 @@ class Commands {
   CLI::App* trace_ = nullptr;
   CLI::App* export_ = nullptr;
 
-  TrainConfig train_config_;
-  StallOptions stall_;
-  std::string synthetic_shape_ = "1x28x28";
-  std::string milestones_;
-  std::string overlap_ = "auto";  // --overlap auto|on|off
-  std::string config_file_;
-
   DatasetConfig eval_data_;
-  std::string eval_synthetic_shape_ = "1x28x28";
+  DataOptions eval_data_options_;
   std::string eval_checkpoint_;
   int eval_batch_ = 256;
 
   std::string models_shape_;
   DatasetConfig datasets_data_;
-  std::string datasets_synthetic_shape_ = "1x28x28";
+  DataOptions datasets_options_;
   std::string inspect_path_;
   std::string trace_dir_;
   std::string trace_out_;

@@ -1,7 +1,7 @@
-// Where a run's RAM snapshots live and how they are found again (issue 23): the layout under
-// the snapshot root, the run id that names the default root, the newest complete snapshot a
-// rank can see, pruning, and removal. Files only; no MPI (SnapshotWriter moves the copies,
-// RunCheckpoint.h chooses among what the ranks see).
+// Where a run's RAM snapshots live and how they are found again after a lost node: the
+// layout under the snapshot root, the run id that names the default root, the newest
+// complete snapshot a rank can see, pruning, and removal. Files only; no MPI (SnapshotWriter
+// moves the copies, RunCheckpoint.h chooses among what the ranks see).
 //
 //   <root>/node-<k>-of-<n>/snap-<step>.rtck               node k's own snapshot
 //   <root>/node-<k>-of-<n>/from-node-<j>/snap-<step>.rtck  a whole copy node j sent to node k

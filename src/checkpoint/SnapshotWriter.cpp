@@ -1,5 +1,5 @@
-// RAM snapshots: the copy at the step boundary, the snapshot thread, the digests to the
-// previous node and the whole copies to the next (SnapshotWriter.h).
+// RAM snapshots: the set-up, the copy at the step boundary, the snapshot thread and the local
+// write (SnapshotWriter.h). The capture in the update and the replication have files of their own.
 #include "checkpoint/SnapshotWriter.h"
 
 #include <pthread.h>
@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -20,25 +19,11 @@
 
 #include <fmt/format.h>
 
-#include "checkpoint/Crc32.h"
 #include "checkpoint/SnapshotDigest.h"
 #include "checkpoint/SnapshotStore.h"
-#include "checkpoint/StreamCopy.h"
-#include "collectives/PeerChannel.h"
 
 namespace ringtrain {
 namespace {
-
-// Whole snapshots travel to the next node, digests to the previous one (SnapshotWriter.h).
-constexpr int kTagSnapshot = 1;    // a serialised snapshot
-constexpr int kTagEnd = 2;         // no more snapshots from this sender (finish())
-constexpr int kTagDigest = 3;      // a SnapshotDigest of the sender's own snapshot of a step
-constexpr int kTagDigestEnd = 4;   // no more digests from this sender (finish())
-
-// This node's own digests kept to compare the next node's with (those come within a
-// snapshot or two of their step).
-constexpr std::size_t kDigestHistory = 8;
-
 
 // The snapshot thread runs at SCHED_BATCH: its wake-up does not preempt a running thread,
 // and it keeps a normal share of the cores. Why: at normal policy (lenet5, np 2, a 2-core
@@ -64,15 +49,8 @@ void yield_to_training() noexcept {
 // times the copy of lenet5's 0.5 MB state. Growing a file (a larger text) has no such cost.
 constexpr std::size_t kMetaSlack = 4096;
 
-// Snapshot files made ready off the step's path (SnapshotSlots::prepare, prepare_all). A
+// Every own snapshot file made ready before the first step (SnapshotSlots::prepare_all). A
 // failure here is not reported: the snapshot's own open() tries again and warns.
-void prepare_next(SnapshotSlots& slots, std::size_t bytes) noexcept {
-  try {
-    slots.prepare(bytes);
-  } catch (const std::exception&) {
-  }
-}
-
 void prepare_all(SnapshotSlots& slots, std::size_t bytes) noexcept {
   try {
     slots.prepare_all(bytes);
@@ -260,57 +238,6 @@ void SnapshotWriter::copy_sources() {
   copied_.notify_all();
 }
 
-bool SnapshotWriter::arm(std::span<const float> params, std::span<const float> optimizer_state,
-                         std::size_t buffers_bytes) {
-  if (!leader_ || skip_copy_ || copy_on_thread_ || params.empty()) return false;
-  if (optimizer_state.size() % params.size() != 0) return false;  // not planes of the parameters' layout
-  if (kill_at_ >= 0 || slow_copy_ms_ > 0) wait_idle();            // as in take(): none skipped under a test hook
-  wait_for_warm();  // done long before, as a rule: warm() comes K - 1 steps earlier
-  {
-    std::lock_guard lock(mutex_);
-    if (writing_) return false;  // take() skips this one
-  }
-  try {
-    layout_ = Checkpoint::layout(meta_room_, params.size_bytes(), buffers_bytes, optimizer_state.size_bytes());
-    image_ = own_slots_->open(layout_.total);
-  } catch (const std::exception&) {  // take() tries again and warns
-    own_slots_->abandon();
-    return false;
-  }
-  armed_ = true;
-  capture_params_ = params;
-  capture_state_ = optimizer_state;
-  capture_planes_ = optimizer_state.size() / params.size();
-  capture_buffers_ = buffers_bytes;
-  cursor_ = 0;
-  params_crc_ = 0;
-  plane_crcs_.assign(capture_planes_, 0);
-  return true;
-}
-
-void SnapshotWriter::capture(std::size_t offset, std::size_t count) {
-  if (!armed_) return;
-  if (offset < cursor_ || count > capture_params_.size() - offset) {
-    throw std::logic_error(fmt::format("SnapshotWriter::capture: block [{}, {}) after {} of {} floats", offset,
-                                       offset + count, cursor_, capture_params_.size()));
-  }
-  if (offset > cursor_) capture_range(cursor_, offset - cursor_);  // padding: unchanged by the update
-  capture_range(offset, count);
-  cursor_ = offset + count;
-}
-
-void SnapshotWriter::capture_range(std::size_t offset, std::size_t count) {
-  const bool crc = !crc_on_thread_ && !skip_crc_;
-  const auto put = [&](std::span<const float> from, std::size_t at, std::size_t section, std::uint32_t& sum) {
-    const std::span<const std::byte> src = std::as_bytes(from.subspan(at, count));
-    stream_copy(image_.data() + layout_.offset[section] + at * sizeof(float), src.data(), src.size());
-    if (crc) sum = checkpoint_crc32(src, sum);  // from cache, as the copy
-  };
-  put(capture_params_, offset, 1, params_crc_);
-  const std::size_t n = capture_params_.size();
-  for (std::size_t j = 0; j < capture_planes_; ++j) put(capture_state_, j * n + offset, 3, plane_crcs_[j]);
-}
-
 void SnapshotWriter::warm() {
   if (warmed_ || !leader_) return;
   warmed_ = true;
@@ -333,38 +260,6 @@ void SnapshotWriter::wait_for_warm() {
   std::unique_lock lock(mutex_);
   idle_.wait(lock, [&] { return !warming_; });
 }
-
-void SnapshotWriter::disarm() noexcept {
-  if (!armed_) return;
-  armed_ = false;
-  own_slots_->abandon();
-}
-
-bool SnapshotWriter::finish_capture(std::size_t meta_bytes, std::size_t buffers_bytes) {
-  if (!armed_) return false;
-  armed_ = false;
-  // What no block reported since the last one (all of it if the update had no observer:
-  // the state after the update either way).
-  const std::size_t n = capture_params_.size();
-  if (cursor_ < n) capture_range(cursor_, n - cursor_);
-  stream_fence();  // before the lock that hands the file to the snapshot thread
-  // The bytes went where the armed layout put them: usable while the metadata still fits
-  // its room and the buffers their size; else take() starts over with the thread's copy.
-  return meta_bytes <= meta_room_ && buffers_bytes == capture_buffers_;
-}
-
-Checkpoint::KnownCrcs SnapshotWriter::captured_crcs() const {
-  Checkpoint::KnownCrcs known;
-  if (crc_on_thread_) return known;
-  // The state section is the planes one after another: their CRCs combined.
-  std::uint32_t state = capture_planes_ > 0 ? plane_crcs_[0] : 0;
-  const std::size_t plane_bytes = capture_params_.size_bytes();
-  for (std::size_t j = 1; j < capture_planes_; ++j) state = checkpoint_crc32_combine(state, plane_crcs_[j], plane_bytes);
-  known[1] = params_crc_;
-  known[3] = state;
-  return known;
-}
-
 SnapshotWriter::Taken SnapshotWriter::take(std::int64_t step, std::span<const float> params,
                                            std::span<const float> buffers, std::span<const float> optimizer_state,
                                            const Json& meta) {
@@ -450,170 +345,11 @@ void SnapshotWriter::write_own(std::int64_t step, bool copy, Checkpoint::KnownCr
   if (exchanges_) record_own_digest(digest);
 }
 
-void SnapshotWriter::record_own_digest(const SnapshotDigest& digest) {
-  own_digests_.push_back(digest);
-  if (own_digests_.size() > kDigestHistory) own_digests_.pop_front();
-  digests_out_.push_back(digest);
-}
-
-void SnapshotWriter::compare_with_next(const SnapshotDigest& next) {
-  std::optional<SnapshotDigest> own;
-  {
-    std::lock_guard lock(mutex_);
-    for (const SnapshotDigest& d : own_digests_) {
-      if (d.step == next.step) own = d;
-    }
-    if (!own || !own->held) return;  // nothing of this node's at that step to replicate
-    if (own->same_state(next)) {     // the next node's own snapshot is the copy
-      ++stats_.replicated;
-      return;
-    }
-  }
-  // The next node holds other bytes, or none of that step: this node's snapshot goes whole
-  // (its file is kept until two newer ones are committed, and only this thread commits).
-  const std::filesystem::path path = own_slots_->dir() / snapshot_file_name(next.step);
+void SnapshotWriter::prepare_next(SnapshotSlots& slots, std::size_t bytes) noexcept {
   try {
-    std::vector<std::byte> bytes = Checkpoint::read_file(path);
-    std::lock_guard lock(mutex_);
-    outgoing_.swap(bytes);  // a newer one replaces one not yet sent
-  } catch (const std::exception& e) {
-    warn_(fmt::format("snapshot at step {} not sent to the next node, whose own differs ({})", next.step, e.what()));
+    slots.prepare(bytes);
+  } catch (const std::exception&) {
   }
-}
-
-void SnapshotWriter::write_received(const std::vector<std::byte>& bytes, int from) {
-  const std::filesystem::path dir = snapshot_peer_dir(own_dir(), from);
-  bool ok = true;
-  try {
-    const Json meta = Checkpoint::verify(bytes, (dir / "received").string());  // every CRC
-    const std::span<std::byte> file = peer_slots_->open(bytes.size());
-    std::memcpy(file.data(), bytes.data(), bytes.size());
-    peer_slots_->commit(meta.at("global_step").as_int());
-    prepare_next(*peer_slots_, bytes.size());
-  } catch (const std::exception& e) {
-    ok = false;
-    peer_slots_->abandon();
-    warn_(fmt::format("copy of node {}'s snapshot not written ({}); the previous one stays", from, e.what()));
-  }
-  std::lock_guard lock(mutex_);
-  (ok ? stats_.received : stats_.failed) += 1;
-}
-
-void SnapshotWriter::progress() {
-  if (!exchanges_) return;
-  progress_digests();
-  progress_send();
-  progress_receive();
-}
-
-void SnapshotWriter::progress_digests() {
-  if (!peer_->test(&digest_request_)) return;
-  SnapshotDigest digest;
-  {
-    std::lock_guard lock(mutex_);
-    if (digests_out_.empty()) return;
-    digest = digests_out_.front();
-    digests_out_.pop_front();
-  }
-  const auto bytes = digest.encode();
-  digest_sending_.assign(bytes.begin(), bytes.end());
-  digest_request_ = peer_->isend(digest_sending_, previous_leader_, kTagDigest);
-}
-
-void SnapshotWriter::progress_send() {
-  if (!peer_->test(&send_request_)) return;
-  std::lock_guard lock(mutex_);
-  if (outgoing_.empty()) return;
-  sending_.swap(outgoing_);
-  outgoing_.clear();
-  send_request_ = peer_->isend(sending_, next_leader_, kTagSnapshot);
-  ++stats_.sent;
-}
-
-bool SnapshotWriter::receive_small(const PeerChannel::Arrival& arrival) {
-  switch (arrival.tag) {
-    case kTagEnd:
-      peer_->receive(arrival, {});
-      end_received_ = true;
-      return true;
-    case kTagDigestEnd:
-      peer_->receive(arrival, {});
-      digests_end_received_ = true;
-      return true;
-    case kTagDigest: {
-      std::vector<std::byte> bytes(arrival.bytes);
-      peer_->receive(arrival, bytes);
-      const SnapshotDigest next = SnapshotDigest::decode(bytes);
-      post([this, next] { compare_with_next(next); });  // after this node's own of that step
-      return true;
-    }
-    default:
-      return false;
-  }
-}
-
-void SnapshotWriter::progress_receive() {
-  if (receive_request_ != MPI_REQUEST_NULL) {
-    if (!peer_->test(&receive_request_)) return;
-    // Checked (every CRC) and written on the snapshot thread, which then hands the buffer
-    // back for a later copy.
-    auto bytes = std::make_shared<std::vector<std::byte>>(std::move(receiving_));
-    receiving_ = {};
-    const int from = (place_.node + place_.nodes - 1) % place_.nodes;
-    post([this, bytes, from] {
-      write_received(*bytes, from);
-      std::lock_guard lock(mutex_);
-      spare_received_.push_back(std::move(*bytes));
-    });
-  }
-  std::optional<PeerChannel::Arrival> arrival;
-  do {
-    arrival = peer_->probe();
-    if (!arrival) return;
-  } while (receive_small(*arrival));
-  // A whole snapshot. A buffer a received copy was written from, if the snapshot thread is
-  // done with one: the copies of a run have one size (SnapshotWriter.h), so after the first
-  // two copies no receive allocates or zeroes memory.
-  {
-    std::lock_guard lock(mutex_);
-    if (!spare_received_.empty()) {
-      receiving_ = std::move(spare_received_.back());
-      spare_received_.pop_back();
-    }
-  }
-  receiving_.resize(arrival->bytes);
-  receive_request_ = peer_->ireceive(*arrival, receiving_);
-}
-
-bool SnapshotWriter::finish_round() {
-  progress_digests();
-  bool digests_left = false, copies_left = false;
-  {
-    std::lock_guard lock(mutex_);
-    digests_left = !digests_out_.empty();
-    copies_left = !outgoing_.empty() || pending_ > 0;  // a comparison may still ask for one
-  }
-  if (!digests_left && digest_request_ == MPI_REQUEST_NULL && !digests_end_sent_) {
-    digest_request_ = peer_->isend({}, previous_leader_, kTagDigestEnd);
-    digests_end_sent_ = true;
-  }
-  progress_send();
-  // Every whole copy the next node's digests call for is known once they have ended (they
-  // come in order, before their end) and the snapshot thread has compared them all.
-  if (digests_end_received_ && !copies_left && send_request_ == MPI_REQUEST_NULL && !end_sent_) {
-    send_request_ = peer_->isend({}, next_leader_, kTagEnd);
-    end_sent_ = true;
-  }
-  if (!end_received_ || !digests_end_received_ || receive_request_ != MPI_REQUEST_NULL) progress_receive();
-  return digests_end_sent_ && peer_->test(&digest_request_) && end_sent_ && peer_->test(&send_request_) &&
-         end_received_ && digests_end_received_ && receive_request_ == MPI_REQUEST_NULL;
-}
-
-void SnapshotWriter::finish() {
-  wait_idle();  // every own snapshot written, its digest queued
-  if (!exchanges_) return;
-  for (int idle = 0; !finish_round(); ++idle) PeerChannel::back_off(idle);
-  wait_idle();  // the copies received written
 }
 
 SnapshotWriter::Stats SnapshotWriter::stats() const {
@@ -621,23 +357,6 @@ SnapshotWriter::Stats SnapshotWriter::stats() const {
   return stats_;
 }
 
-Json SnapshotWriter::stats_json() const {
-  const Stats s = stats();
-  Json j = Json::object();
-  j.set("dir", root_.string());
-  j.set("written", s.written);
-  j.set("skipped", s.skipped);
-  j.set("failed", s.failed);
-  j.set("replicated_on_next_node", s.replicated);
-  j.set("sent_to_next_node", s.sent);
-  j.set("received_from_previous_node", s.received);
-  j.set("bytes", s.bytes);
-  j.set("thread_cpu_s", s.thread_cpu_seconds);
-  j.set("captured_in_update", s.captured);
-  j.set("copy", copy_on_thread_ ? "thread" : "update");  // where the state is copied (copy_on_thread())
-  j.set("fence_waits", s.fence_waits);
-  j.set("fence_wait_s", s.fence_wait_seconds);
-  return j;
-}
+Json SnapshotWriter::stats_json() const { return stats().to_json(root_, copy_on_thread_); }
 
 }  // namespace ringtrain

@@ -1,27 +1,13 @@
-// RAM snapshots of a synchronous run (--snapshot-every K, issue 23): every K steps each
+// RAM snapshots of a synchronous run (--snapshot-every K): every K steps each
 // node's leader writes the training state straight into a mapped snapshot file
 // (SnapshotSlots.h), and a thread of its own finishes the CRC32s, seals the file and renames
 // it into place in its node's snapshot directory (SnapshotStore.h), keeping the newest two.
 // The parameters are replicated, so one writer per node is enough.
 //
 // Replication: losing any one node must leave its snapshot on the survivors, so each node's
-// snapshot of a step needs a copy on the next node (node order, wrapping). In a synchronous
-// run the next node's own snapshot of that step already is one: the all-reduce leaves every
-// rank with the same parameters and optimizer state, bit for bit, and a snapshot's buffers
-// are the same on every node too (their mean over the ranks, or each logical shard's). So a
-// leader does not send its 2 x parameters' bytes over the link the all-reduce fills (mlp: 12
-// MB per snapshot, a fifth of ten steps' ring traffic at np 2); it sends the previous node a
-// SnapshotDigest of its own snapshot (the step and the CRC32s of the sealed parameters,
-// buffers and optimizer state, and of the metadata's training position without the per-node
-// wall-clock times and paths: SnapshotDigest.h), or a digest saying it has none of that step
-// (skipped while busy, or not written). The previous node compares it on its snapshot thread
-// with its own digest of the step: equal, and its snapshot counts as replicated
-// (Stats::replicated); different or missing, and it sends its own snapshot file whole, as
-// every snapshot went before, which the next node checks (every CRC) and keeps as its copy
-// (from-node-<j>/). Either way the next node holds, complete and checksummed, a snapshot
-// with this node's training state of that step, so resuming from it ends with the same bits.
-// A digest is 40 bytes; a CRC32 match stands for equal bytes (sections that differ by a
-// fault are caught with probability 1 - 2^-32 each).
+// snapshot of a step has a copy on the next node (node order, wrapping): the next node's own
+// snapshot of that step when the 40-byte digests they exchange say the two hold the same
+// state, else this node's file sent whole (SnapshotWriterReplication.cpp says why and how).
 //
 // Off the step's critical path, or as little of it as can be: the parameters and the
 // optimizer state, nearly all of the bytes, are captured by the optimizer update of the
@@ -84,6 +70,7 @@
 #include "checkpoint/Checkpoint.h"
 #include "checkpoint/SnapshotDigest.h"
 #include "checkpoint/SnapshotSlots.h"
+#include "checkpoint/SnapshotStats.h"
 #include "collectives/Communicator.h"
 #include "collectives/Mpi.h"
 #include "collectives/PeerChannel.h"
@@ -93,19 +80,7 @@ namespace ringtrain {
 
 class SnapshotWriter {
  public:
-  struct Stats {
-    std::int64_t written = 0;        // own snapshots complete on this node
-    std::int64_t skipped = 0;        // due while the previous one was still being written
-    std::int64_t failed = 0;         // own or received copies not written (the previous ones stay)
-    std::int64_t replicated = 0;     // own snapshots the next node's own one of that step replicates (equal digests)
-    std::int64_t sent = 0;           // whole copies sent to the next node (its own of that step differed, or none)
-    std::int64_t received = 0;       // whole copies from the previous node written here
-    std::int64_t bytes = 0;          // size of the last snapshot
-    std::int64_t captured = 0;       // own snapshots whose state the optimizer update captured (arm())
-    double thread_cpu_seconds = 0.0;  // CPU time of the snapshot thread (copies, CRC, seal, rename)
-    std::int64_t fence_waits = 0;     // fence() calls that found the thread still copying
-    double fence_wait_seconds = 0.0;  // the main thread's (wall) time in them
-  };
+  using Stats = SnapshotStats;
 
   // Collective over comm (the peer channel is a communicator of its own). `state_bytes`:
   // the size of the state (parameters, buffers, optimizer state); `meta_bytes`: about the
@@ -202,6 +177,7 @@ class SnapshotWriter {
   Json stats_json() const;
 
  private:
+  // ---- The snapshot thread and the local write (SnapshotWriter.cpp).
   // Queues a task for the snapshot thread; `first`: ahead of those queued.
   void post(std::function<void()> task, bool first = false);
   void loop();
@@ -209,10 +185,17 @@ class SnapshotWriter {
   void wait_for_copy();
   void wait_for_warm();
   void copy_sources();
+  void write_own(std::int64_t step, bool copy, Checkpoint::KnownCrcs known, std::uint32_t meta_crc);
+  // Makes the next snapshot file of `slots` ready off the step's path (SnapshotSlots::prepare).
+  // A failure here is not reported: the snapshot's own open() tries again and warns.
+  static void prepare_next(SnapshotSlots& slots, std::size_t bytes) noexcept;
+
+  // ---- The capture in the optimizer update (SnapshotWriterCapture.cpp).
   void capture_range(std::size_t offset, std::size_t count);
   bool finish_capture(std::size_t meta_bytes, std::size_t buffers_bytes);
   Checkpoint::KnownCrcs captured_crcs() const;
-  void write_own(std::int64_t step, bool copy, Checkpoint::KnownCrcs known, std::uint32_t meta_crc);
+
+  // ---- Replication to the next node (SnapshotWriterReplication.cpp).
   void write_received(const std::vector<std::byte>& bytes, int from);
   // mutex_ held: keeps this node's digest of a step and queues it for the previous node.
   void record_own_digest(const SnapshotDigest& digest);

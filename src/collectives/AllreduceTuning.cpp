@@ -32,7 +32,7 @@
 // and from 16 KiB when the rank count is not a power of two (3 nodes: rd folds the third
 // rank in with two extra rounds and is 1.3-1.8x slower from 16 KiB on). Those two
 // thresholds served hier's leaders until hier's network phase went to the cost model too
-// (issue 22 item 2); the record above is what the model's defaults were checked against.
+// (it weighs each slice's collective against the others sharing the link); the record above is what the model's defaults were checked against.
 // With several ranks on a node, hier sends each vector over a node's link once instead of
 // once per rank (docs/benchmarks/allreduce-emulated-cluster.txt); the cost model weighs it
 // against the flat algorithms (docs/collectives-cost-model.md).

@@ -1,5 +1,5 @@
-// Hierarchical all-reduce in two dimensions for several ranks per node (issue 22, item 2;
-// the scheme of Horovod's hierarchical all-reduce): the ranks of a node reduce-scatter
+// Hierarchical all-reduce in two dimensions for several ranks per node (the scheme of
+// Horovod's hierarchical all-reduce): the ranks of a node reduce-scatter
 // their vectors through a shared-memory window into S slices, local rank l < S of every
 // node all-reduces slice l with local rank l of the other nodes (S concurrent collectives
 // over 1/S of the vector each, each one pipelined over its whole slice), and every rank of

@@ -1,4 +1,6 @@
-// What every training run does around its steps, whichever loop takes them (TrainingRun.h).
+// What every training run does around its steps, whichever loop takes them (TrainingRun.h):
+// its set-up (threads, data and model, the agreed start, run directory, logs). The epochs,
+// evaluation and checkpoints are in TrainingRunEpochs.cpp, summary.json in TrainingRunSummary.cpp.
 #include "run/TrainingRun.h"
 
 #include <omp.h>
@@ -11,22 +13,15 @@
 #include <fmt/format.h>
 
 #include "checkpoint/CheckpointIo.h"
-#include "checkpoint/RunCheckpoint.h"
 #include "common/CollectiveError.h"
 #include "common/Cores.h"
 #include "common/Fnv1a.h"
 #include "run/Agreement.h"
-#include "run/Evaluate.h"
-#include "run/StopSignals.h"
 #include "run/Versions.h"
 #include "tensorboard/TensorBoardLog.h"
 
 namespace ringtrain {
 namespace {
-
-double seconds_since(TrainingRun::Clock::time_point t) {
-  return std::chrono::duration<double>(TrainingRun::Clock::now() - t).count();
-}
 
 // runs/<local time>-<model>-np<N><suffix>: rank 0's clock decides (broadcast by the caller).
 std::string default_run_dir(const std::string& model, int world, std::string_view suffix) {
@@ -46,14 +41,6 @@ std::string settings_markdown(const Json& config) {
     if (const Json* v = config.find(key)) md += fmt::format("| {} | {} |\n", key, v->is_string() ? v->as_string() : v->dump());
   }
   return md;
-}
-
-std::string epoch_line(const EpochMetrics& m, int epochs, double seconds) {
-  return fmt::format("epoch {:>3}/{}  train loss {:.4f} acc {:.4f}  test loss {} acc {}  {:.1f}s  {:.0f} img/s",
-                     m.epoch, epochs, m.train_loss, m.train_accuracy,
-                     std::isnan(m.test_loss) ? "-" : fmt::format("{:.4f}", m.test_loss),
-                     std::isnan(m.test_accuracy) ? "-" : fmt::format("{:.4f}", m.test_accuracy), seconds,
-                     m.images_per_s);
 }
 
 }  // namespace
@@ -179,248 +166,6 @@ void TrainingRun::open_logs(bool append, bool tensorboard, const Json& config_js
     log->write_json("config.json", j);
     if (!config.rerun_config.empty()) log->write_text("config.toml", config.rerun_config);
   });
-}
-
-void TrainingRun::begin_training() {
-  result.run_dir = run_dir;
-  result.stopped_by = "epochs";
-  set_stop_signals_polled(true);
-  train_start_ = Clock::now();
-}
-
-void TrainingRun::begin_epoch(int epoch, std::int64_t steps) {
-  progress->begin_epoch(epoch + 1, steps);
-  epoch_start_ = Clock::now();
-  epoch_seconds_before_ = epoch_totals.seconds;
-}
-
-double TrainingRun::epoch_seconds() const { return epoch_seconds_before_ + seconds_since(epoch_start_); }
-
-double TrainingRun::elapsed() const { return prior_elapsed + seconds_since(train_start_); }
-
-bool TrainingRun::checkpoint_due_after_step(std::int64_t global_step) const {
-  return config.checkpoint_every_steps > 0 && global_step % config.checkpoint_every_steps == 0;
-}
-
-bool TrainingRun::checkpoint_due_after_epoch(int epochs_done, std::int64_t global_step) const {
-  // Not twice at one position: a step checkpoint that fell on the epoch's end is enough, and
-  // a signal's stop has written its own.
-  return config.checkpoint_every > 0 && epochs_done % config.checkpoint_every == 0 &&
-         !checkpoint_due_after_step(global_step) && result.stopped_by != "signal";
-}
-
-double TrainingRun::save_checkpoint() {
-  const auto t0 = Clock::now();
-  gather_model();
-  const LoopCheckpoint ck = checkpoint_data();
-  if (root()) {
-    last_checkpoint =
-        write_checkpoint(ck.view(model()), config, checkpoint_dir, ck.at, *log, [this] { return elapsed(); }, t0);
-  }
-  last_checkpoint = broadcast_string(comm, last_checkpoint.string(), 0);
-  return seconds_since(t0);
-}
-
-void TrainingRun::save_model(std::int64_t global_step) {
-  // The final evaluation gathered the model at this step; gathering again would average
-  // the buffers a second time (not always bit-identical).
-  if (last_eval_step != global_step) gather_model();
-  const LoopCheckpoint ck = checkpoint_data();
-  if (root()) {
-    const std::size_t bytes = Checkpoint::write(model_path(), ck.view(model()));
-    log->record(Json(Json::Object{{"type", "model"}, {"t", elapsed()}, {"step", global_step},
-                                  {"bytes", bytes}, {"path", model_path().string()}}));
-  }
-  result.model = model_path();
-}
-
-double TrainingRun::checkpoint_now() {
-  const double s = save_checkpoint();
-  checkpoint_seconds += s;
-  return s;
-}
-
-double TrainingRun::evaluate_now(std::int64_t global_step) {
-  const auto t0 = Clock::now();
-  gather_model();
-  const EvalResult r = evaluate_model(comm, *model_, *data.test, config.eval_batch_size);
-  last_test_loss = r.loss;
-  last_test_accuracy = r.accuracy;
-  last_eval_step = global_step;
-  const double s = seconds_since(t0);
-  eval_seconds += s;
-  return s;
-}
-
-bool TrainingRun::end_epoch(int epoch, std::int64_t global_step, std::int64_t steps_per_epoch, bool stopping) {
-  epoch_totals.seconds = epoch_seconds();
-  EpochMetrics m;
-  m.epoch = epoch + 1;
-  m.step = global_step;
-  m.lr = schedule->lr(static_cast<double>(epoch) + 1.0 - 1.0 / static_cast<double>(steps_per_epoch));
-  m.train_loss = epoch_totals.loss_sum / std::max(epoch_totals.count, 1.0);
-  m.train_accuracy = epoch_totals.correct / std::max(epoch_totals.count, 1.0);
-  m.test_loss = m.test_accuracy = std::nan("");
-  last_train_loss = m.train_loss;
-  const bool last_epoch = epoch + 1 == config.epochs || stopping;
-  if ((config.eval_every > 0 && (epoch + 1) % config.eval_every == 0) || last_epoch || config.target_accuracy > 0.0) {
-    const double s = evaluate_now(global_step);
-    m.test_loss = last_test_loss;
-    m.test_accuracy = last_test_accuracy;
-    log->record(Json(Json::Object{{"type", "eval"}, {"t", elapsed()}, {"epoch", epoch + 1}, {"step", global_step},
-                                  {"test_loss", last_test_loss}, {"test_accuracy", last_test_accuracy},
-                                  {"seconds", s}}));
-  }
-  m.elapsed_s = elapsed();
-  m.images_per_s = epoch_totals.count / std::max(epoch_totals.seconds, 1e-9);
-  if (root()) log->metrics(m);
-  progress->end_epoch(epoch_line(m, config.epochs, epoch_totals.seconds));
-  result.epochs_completed = epoch + 1;
-  if (config.target_accuracy <= 0.0 || last_test_accuracy < config.target_accuracy) return false;
-  result.time_to_target_s = elapsed();
-  result.stopped_by = "target_accuracy";
-  progress->note(fmt::format("ringtrain: reached test accuracy {:.4f} >= {} after {:.1f}s (epoch {}, step {})",
-                             last_test_accuracy, config.target_accuracy, *result.time_to_target_s, epoch + 1,
-                             global_step));
-  record_event(fmt::format("target accuracy {} reached", config.target_accuracy));
-  return true;
-}
-
-void TrainingRun::note_stopped_mid_epoch(int epoch, std::int64_t global_step) const {
-  if (result.stopped_by != "signal") return;
-  progress->note(fmt::format("ringtrain: stopped by signal after step {} (epoch {}); checkpoint {}", global_step,
-                             epoch + 1, last_checkpoint.string()));
-}
-
-void TrainingRun::final_evaluation(int epoch, std::int64_t global_step) {
-  evaluate_now(global_step);
-  if (root()) {
-    EpochMetrics m;
-    m.epoch = epoch + 1;
-    m.step = global_step;
-    m.lr = schedule->lr(static_cast<double>(epoch));
-    const bool any = epoch_totals.count > 0;
-    m.train_loss = any ? epoch_totals.loss_sum / epoch_totals.count : std::nan("");
-    m.train_accuracy = any ? epoch_totals.correct / epoch_totals.count : std::nan("");
-    m.test_loss = last_test_loss;
-    m.test_accuracy = last_test_accuracy;
-    m.elapsed_s = elapsed();
-    m.images_per_s = epoch_totals.count / std::max(epoch_totals.seconds, 1e-9);
-    log->metrics(m);
-  }
-  progress->note(fmt::format("ringtrain: stopped at step {} (--max-steps): test loss {:.4f} acc {:.4f}", global_step,
-                             last_test_loss, last_test_accuracy));
-}
-
-void TrainingRun::finish(int epoch, std::int64_t global_step) {
-  if (result.epochs_completed == 0 && epoch > 0) result.epochs_completed = epoch;
-  result.steps = global_step;
-  // Stopped mid-epoch (--max-steps): the final figures are of the final parameters.
-  if (last_eval_step != global_step && result.stopped_by != "signal") final_evaluation(epoch, global_step);
-  // Stopped before any epoch ended: the train loss of the steps this epoch did take.
-  if (std::isnan(last_train_loss) && epoch_totals.count > 0) last_train_loss = epoch_totals.loss_sum / epoch_totals.count;
-  result.final_train_loss = last_train_loss;
-  result.final_test_loss = last_test_loss;
-  result.final_test_accuracy = last_test_accuracy;
-  result.wall_s = elapsed();
-  result.last_checkpoint = last_checkpoint;
-  if (result.stopped_by != "signal") save_model(global_step);
-}
-
-void TrainingRun::record_event(const std::string& message) {
-  log->record(Json(Json::Object{{"type", "event"}, {"t", elapsed()}, {"message", message}}));
-}
-
-void TrainingRun::note_first_step(std::int64_t global_step) {
-  if (first_step_noted_) return;
-  first_step_noted_ = true;
-  const double unix_s =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  log->record(Json(Json::Object{{"type", "event"},
-                                {"t", elapsed()},
-                                {"message", fmt::format("first step of this launch: step {}", global_step)},
-                                {"step", global_step},
-                                {"unix_s", unix_s}}));
-  log->flush();
-}
-
-Json TrainingRun::resource_record(const ResourceSample& sample, std::uint64_t bytes_sent, std::uint64_t bytes_received,
-                                  double dt) const {
-  return Json(Json::Object{{"type", "resource"},
-                           {"t", elapsed()},
-                           {"cpu_percent", sample.cpu_percent},
-                           {"rss_mb", sample.rss_mb},
-                           {"peak_rss_mb", sample.peak_rss_mb},
-                           {"net_send_mbps", static_cast<double>(bytes_sent) / 1e6 / dt},
-                           {"net_recv_mbps", static_cast<double>(bytes_received) / 1e6 / dt}});
-}
-
-std::vector<double> TrainingRun::common_row(PhaseTimes phases, std::uint64_t bytes_sent, std::uint64_t bytes_received) {
-  const ResourceSample rs = monitor.sample();
-  phases.checkpoint = checkpoint_seconds;
-  phases.eval = eval_seconds;
-  return {result.wall_s,
-          phases.data,
-          phases.forward,
-          phases.backward,
-          phases.allreduce,
-          phases.exposed,
-          phases.wait,
-          phases.optimizer,
-          phases.checkpoint,
-          phases.eval,
-          std::max(monitor.peak_rss_mb(), rs.peak_rss_mb),
-          monitor.mean_cpu_percent(),
-          static_cast<double>(bytes_sent) / 1e6,
-          static_cast<double>(bytes_received) / 1e6};
-}
-
-Json TrainingRun::common_rank_json(int r, const double* row, double images) const {
-  Json rj = Json::object();
-  rj.set("rank", r);
-  rj.set("host", hosts[static_cast<std::size_t>(r)]);
-  rj.set("wall_s", row[0]);
-  rj.set("images_per_s", row[0] > 0 ? images / row[0] : 0.0);
-  const PhaseTimes p{.data = row[1], .forward = row[2], .backward = row[3], .allreduce = row[4], .exposed = row[5],
-                     .wait = row[6], .optimizer = row[7], .checkpoint = row[8], .eval = row[9]};
-  rj.set("phases_s", p.to_json());
-  rj.set("peak_rss_mb", row[10]);
-  rj.set("mean_cpu_percent", row[11]);
-  rj.set("mb_sent", row[12]);
-  rj.set("mb_received", row[13]);
-  return rj;
-}
-
-Json TrainingRun::summary_head(double images) const {
-  Json j = Json::object();
-  j.set("model", config.model);
-  j.set("dataset", config.data.name);
-  j.set("mode", config.mode);
-  j.set("world_size", world);
-  j.set("batch_size", config.batch_size);
-  j.set("precision", config.precision);
-  j.set("threads_per_rank", threads_.threads);
-  j.set("wall_s", result.wall_s);
-  j.set("images_per_s", result.wall_s > 0 ? images / result.wall_s : 0.0);
-  j.set("final_train_loss", result.final_train_loss);
-  j.set("final_test_loss", result.final_test_loss);
-  j.set("final_test_accuracy", result.final_test_accuracy);
-  j.set("epochs_completed", result.epochs_completed);
-  j.set("steps", result.steps);
-  j.set("time_to_target_s", result.time_to_target_s ? Json(*result.time_to_target_s) : Json());
-  j.set("target_accuracy", config.target_accuracy);
-  j.set("stopped_by", result.stopped_by);
-  j.set("last_checkpoint", result.last_checkpoint.string());
-  j.set("model_file", result.model.string());
-  return j;
-}
-
-std::vector<double> TrainingRun::gather_rows(const std::vector<double>& mine) {
-  const std::size_t width = mine.size();
-  std::vector<double> all(width * static_cast<std::size_t>(comm.size()), 0.0);
-  std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(width * static_cast<std::size_t>(comm.rank())));
-  comm.allreduce_sum(all);
-  return all;
 }
 
 }  // namespace ringtrain

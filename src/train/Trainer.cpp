@@ -9,6 +9,7 @@
 
 #include "async/AsyncTrainer.h"
 #include "collectives/AllreduceCostModel.h"
+#include "collectives/CostModelFile.h"
 #include "collectives/StallRecord.h"
 #include "common/CollectiveError.h"
 #include "checkpoint/CheckpointIo.h"

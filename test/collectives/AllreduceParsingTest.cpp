@@ -7,6 +7,7 @@
 #include <string>
 
 #include "collectives/AllreduceCostModel.h"
+#include "collectives/CostModelFile.h"
 #include "collectives/AllreduceTuning.h"
 #include "collectives/BenchRunner.h"
 #include "collectives/EvenPartition.h"

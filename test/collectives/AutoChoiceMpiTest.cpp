@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/AllreduceCostModel.h"
+#include "collectives/CostModelFile.h"
 #include "collectives/MpiCommunicator.h"
 #include "support/mpi_test_util.h"
 

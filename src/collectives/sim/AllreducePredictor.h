@@ -47,7 +47,8 @@ Prediction predict(AllreduceAlgo algo, int ranks, int ranks_per_node, std::size_
 // nodes have several ranks.
 std::vector<AllreduceAlgo> simulated_algos(int ranks_per_node, Compression compression);
 
-// max(2 ceil(log2 p) alpha, 2 (M-1)/M n beta) for M = nodes (issue 22's bound).
+// max(2 ceil(log2 p) alpha, 2 (M-1)/M n beta) for M = nodes: no all-reduce beats it (log2 p
+// rounds each way, and every node's link carries 2 (M-1)/M of the vector), so auto is judged by it.
 double bound_seconds(int ranks, int ranks_per_node, std::size_t bytes, const NetworkParams& network);
 
 // A link of `gbit` Gbit/s from parameters calibrated on a 1 Gbit/s link: beta and the
@@ -70,8 +71,8 @@ struct ScaleGrid {
 void write_scale_table(std::ostream& out, const ScaleGrid& grid, const PredictSetup& setup,
                        const NetworkParams& calibrated_1gbit);
 
-// CSV (layout,ranks,ranks_per_node,delay_us,bytes,algo,predicted_us,auto_pick): issue 22's
-// fidelity grid, 6 and 8 nodes with one rank each, 4x2 and 2x4, 64 KiB .. 64 MiB by 4x,
+// CSV (layout,ranks,ranks_per_node,delay_us,bytes,algo,predicted_us,auto_pick): the grid the
+// simulator's fidelity is measured on (docs/collectives-simulator.md), 6 and 8 nodes with one rank each, 4x2 and 2x4, 64 KiB .. 64 MiB by 4x,
 // netem delay 0, 250 us and 1 ms on every link.
 void write_fidelity_grid(std::ostream& out, const PredictSetup& setup, const NetworkParams& calibrated);
 
