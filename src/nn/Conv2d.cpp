@@ -1,6 +1,6 @@
 // Conv2d on oneDNN: forward_training/inference, backward_data, backward_weights.
 //
-// The arena keeps the user-visible weights plain (O, I, KH, KW); oneDNN may pick blocked
+// The arena keeps the user-visible weights plain (O, I/G, KH, KW); oneDNN may pick blocked
 // weights (e.g. OIhw16i16o on AVX-512), so a WeightCopy reorders arena -> blocked once per
 // parameter change, and each backward reorders the blocked diff_weights back into the plain
 // gradient arena. In bf16 the copy also converts the fp32 master weights to bf16 (narrowed
@@ -15,51 +15,64 @@
 
 #include <fmt/format.h>
 
+#include "nn/DnnlContext.h"
+
 namespace ringtrain {
 
 using dnnl::memory;
 using tag = memory::format_tag;
 
-Conv2d::Conv2d(std::string name, int in_channels, int out_channels, int kernel, int stride, int padding, bool bias)
-    : Layer(std::move(name)),
-      in_channels_(in_channels),
-      out_channels_(out_channels),
-      kernel_(kernel),
-      stride_(stride),
-      padding_(padding),
-      bias_(bias) {
-  if (in_channels <= 0 || out_channels <= 0 || kernel <= 0 || stride <= 0 || padding < 0)
-    throw std::invalid_argument(fmt::format("{}: invalid conv2d hyper-parameters (in {}, out {}, k {}, s {}, p {})",
-                                            this->name(), in_channels, out_channels, kernel, stride, padding));
+Conv2d::Conv2d(std::string name, const Options& options) : Layer(std::move(name)), opt_(options) {
+  const Options& o = opt_;
+  if (o.in <= 0 || o.out <= 0 || o.kernel <= 0 || o.stride <= 0 || o.pad < 0 || o.dilation <= 0 || o.groups <= 0 ||
+      o.in % o.groups != 0 || o.out % o.groups != 0)
+    throw std::invalid_argument(fmt::format(
+        "{}: invalid conv2d hyper-parameters (in {}, out {}, k {}, s {}, p {}, d {}, groups {}); groups must divide "
+        "in and out",
+        this->name(), o.in, o.out, o.kernel, o.stride, o.pad, o.dilation, o.groups));
 }
 
+Conv2d::Conv2d(std::string name, int in_channels, int out_channels, int kernel, int stride, int padding, bool bias)
+    : Conv2d(std::move(name), Options{in_channels, out_channels, kernel, stride, padding, 1, 1, bias}) {}
+
 std::string Conv2d::describe() const {
-  return fmt::format("conv2d(in={},out={},k={},s={},p={},bias={})", in_channels_, out_channels_, kernel_, stride_,
-                     padding_, bias_ ? 1 : 0);
+  std::string extra;
+  if (opt_.dilation != 1) extra += fmt::format("d={},", opt_.dilation);
+  if (opt_.groups != 1) extra += fmt::format("g={},", opt_.groups);
+  return fmt::format("conv2d(in={},out={},k={},s={},p={},{}bias={})", opt_.in, opt_.out, opt_.kernel, opt_.stride,
+                     opt_.pad, extra, opt_.bias ? 1 : 0);
 }
 
 Dims Conv2d::out_shape(const Dims& in) const {
-  if (in.size() != 4 || in[1] != in_channels_)
-    throw std::invalid_argument(
-        fmt::format("{}: expects (N, {}, H, W) input, got {}", name(), in_channels_, dims_str(in)));
-  const std::int64_t oh = (in[2] + 2 * padding_ - kernel_) / stride_ + 1;
-  const std::int64_t ow = (in[3] + 2 * padding_ - kernel_) / stride_ + 1;
-  if (in[2] + 2 * padding_ < kernel_ || in[3] + 2 * padding_ < kernel_ || oh <= 0 || ow <= 0)
-    throw std::invalid_argument(fmt::format("{}: input {}x{} is smaller than the {}x{} kernel (padding {})", name(),
-                                            in[2], in[3], kernel_, kernel_, padding_));
-  return {in[0], out_channels_, oh, ow};
+  if (in.size() != 4 || in[1] != opt_.in)
+    throw std::invalid_argument(fmt::format("{}: expects (N, {}, H, W) input, got {}", name(), opt_.in, dims_str(in)));
+  // A dilated kernel spans dilation * (k - 1) + 1 input rows and columns.
+  const std::int64_t span = static_cast<std::int64_t>(opt_.dilation) * (opt_.kernel - 1) + 1;
+  const std::int64_t ph = in[2] + 2 * opt_.pad, pw = in[3] + 2 * opt_.pad;
+  if (ph < span || pw < span)
+    throw std::invalid_argument(fmt::format("{}: input {}x{} is smaller than the {}x{} kernel (padding {}, dilation {})",
+                                            name(), in[2], in[3], span, span, opt_.pad, opt_.dilation));
+  return {in[0], opt_.out, (ph - span) / opt_.stride + 1, (pw - span) / opt_.stride + 1};
 }
 
 double Conv2d::flops_per_image(const Dims& in) const {
   const Dims out = out_shape(in);
-  return 2.0 * static_cast<double>(out[1] * out[2] * out[3]) * in_channels_ * kernel_ * kernel_;
+  // Each output sees in / groups channels.
+  return 2.0 * static_cast<double>(out[1] * out[2] * out[3]) * (opt_.in / opt_.groups) * opt_.kernel * opt_.kernel;
 }
 
 std::vector<ParamSpec> Conv2d::param_specs() const {
-  const std::int64_t fan_in = static_cast<std::int64_t>(in_channels_) * kernel_ * kernel_;
-  std::vector<ParamSpec> specs{{"weight", {out_channels_, in_channels_, kernel_, kernel_}, ParamKind::kWeight, fan_in}};
-  if (bias_) specs.push_back({"bias", {out_channels_}, ParamKind::kBias, fan_in});
+  const int in_per_group = opt_.in / opt_.groups, k = opt_.kernel;
+  const std::int64_t fan_in = static_cast<std::int64_t>(in_per_group) * k * k;
+  std::vector<ParamSpec> specs{{"weight", {opt_.out, in_per_group, k, k}, ParamKind::kWeight, fan_in}};
+  if (opt_.bias) specs.push_back({"bias", {opt_.out}, ParamKind::kBias, fan_in});
   return specs;
+}
+
+memory::dims Conv2d::weights_dims() const {
+  const int g = opt_.groups, k = opt_.kernel;
+  if (g == 1) return {opt_.out, opt_.in, k, k};
+  return {g, opt_.out / g, opt_.in / g, k, k};
 }
 
 struct Conv2d::ConvState : State {
@@ -79,6 +92,11 @@ struct Conv2d::ConvState : State {
 
 namespace {
 
+// Strides, dilations (oneDNN's: 0 = dense) and symmetric padding of one layer.
+struct Geometry {
+  memory::dims strides, dilates, pad;
+};
+
 // Backward-weights, first with the forward's src / diff_dst layouts (no activation
 // reorders) as long as oneDNN has a jit kernel for them; else nhwc, whose jit kernel beat
 // oneDNN's own pick where the forward layouts fail (LeNet's conv2, 6 input channels: 0.20
@@ -86,21 +104,30 @@ namespace {
 // choosing.
 dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(
     const memory::desc& src_md, const memory::desc& dst_md, const memory::desc& dw_any, const memory::desc& b_md,
-    const memory::dims& strides, const memory::dims& pad, const dnnl::convolution_forward::primitive_desc& fwd_pd) {
+    const Geometry& g, const dnnl::convolution_forward::primitive_desc& fwd_pd) {
   const auto& eng = fwd_pd.get_engine();
   const auto type = src_md.data_type();
   const memory::desc src_nhwc(src_md.dims(), type, tag::nhwc), dst_nhwc(dst_md.dims(), type, tag::nhwc);
   const std::pair<memory::desc, memory::desc> candidates[] = {{src_md, dst_md}, {src_nhwc, dst_nhwc}};
   for (const auto& [src, diff_dst] : candidates) {
     const dnnl::convolution_backward_weights::desc fixed(dnnl::algorithm::convolution_direct, src, dw_any, b_md,
-                                                         diff_dst, strides, pad, pad);
+                                                         diff_dst, g.strides, g.dilates, g.pad, g.pad);
     dnnl::convolution_backward_weights::primitive_desc pd(fixed, eng, fwd_pd, /*allow_empty=*/true);
     if (pd && std::string(pd.impl_info_str()).rfind("jit", 0) == 0) return pd;
   }
   const memory::desc src_any(src_md.dims(), type, tag::any), dst_any(dst_md.dims(), type, tag::any);
   const dnnl::convolution_backward_weights::desc any(dnnl::algorithm::convolution_direct, src_any, dw_any, b_md,
-                                                     dst_any, strides, pad, pad);
+                                                     dst_any, g.strides, g.dilates, g.pad, g.pad);
   return {any, eng, fwd_pd};
+}
+
+// A reorder from the layout `from` into a new memory of layout `to`, unless they agree
+// (then both stay empty).
+void reorder_if_needed(const memory::desc& from, const memory::desc& to, memory& dst, dnnl::reorder& r) {
+  if (from == to) return;
+  const auto& eng = DnnlContext::get().engine();
+  dst = memory(to, eng);
+  r = dnnl::reorder(memory(from, eng, DNNL_MEMORY_NONE), dst);
 }
 
 }  // namespace
@@ -110,62 +137,55 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   const Dims out = out_shape(in);
   auto s = std::make_unique<ConvState>();
   auto& eng = engine();
-  const memory::dims strides{stride_, stride_}, pad{padding_, padding_};
-  const memory::dims src_dims(in.begin(), in.end()), dst_dims(out.begin(), out.end());
-  const memory::dims w_dims{out_channels_, in_channels_, kernel_, kernel_}, b_dims{out_channels_};
+  // Dilation 1 gives oneDNN dilates 0: the same descriptor as the undilated constructors.
+  const Geometry geo{{opt_.stride, opt_.stride}, {opt_.dilation - 1, opt_.dilation - 1}, {opt_.pad, opt_.pad}};
+  const memory::dims src_dims(in.begin(), in.end()), dst_dims(out.begin(), out.end()), w_dims = weights_dims();
   const auto f32 = memory::data_type::f32, type = compute_type();
   const memory::desc src_any(src_dims, type, tag::any), dst_any(dst_dims, type, tag::any),
-      w_any(w_dims, type, tag::any), dw_any(w_dims, f32, tag::any), b_md(b_dims, f32, tag::x), no_md;
+      w_any(w_dims, type, tag::any), dw_any(w_dims, f32, tag::any), b_md({opt_.out}, f32, tag::x), no_md;
+  const memory::desc& bias_md = opt_.bias ? b_md : no_md;
 
   // forward_training in eval too: for forward_inference oneDNN 2.6 picks brgconv with nhwc
   // layouts here, which measured slower than the jit nChw16c kernels (nn_bench eval, one
   // thread: lenet5 batch 64 ~1.3-2x, vgg11 batch 32 ~1.2x, noisy shared machine). The
   // results are the same; a conv's training forward keeps no workspace.
   const dnnl::convolution_forward::desc fwd_desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                                 src_any, w_any, bias_ ? b_md : no_md, dst_any, strides, pad, pad);
+                                                 src_any, w_any, bias_md, dst_any, geo.strides, geo.dilates, geo.pad,
+                                                 geo.pad);
   const dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, eng);
   s->fwd = dnnl::convolution_forward(fwd_pd);
   s->src_md = fwd_pd.src_desc();
   s->dst_md = fwd_pd.dst_desc();
 
+  // Grouped weights are 5-D for oneDNN; Layer::weight_copy views the arena's row-major
+  // (O, I/G, KH, KW) as (G, O/G, I/G, KH, KW), the same floats.
   s->weights = weight_copy(0, fwd_pd.weights_desc());
-  if (bias_) s->bias = memory(b_md, eng, params_[1].data());
+  if (opt_.bias) s->bias = memory(b_md, eng, params_[1].data());
+  if (phase != Phase::kTrain) return s;
 
-  if (phase == Phase::kTrain) {
-    // Backward pds take the forward pd as hint so they agree on layouts where they can.
-    // The layer's diff_dst is declared in the forward dst layout: the layers after a conv
-    // (ReLU, pooling, BN) produce their diff_src in the layout of their forward src.
-    s->diff_dst_md = s->dst_md;
-    const auto bww_pd = backward_weights_pd(s->src_md, s->dst_md, dw_any, bias_ ? b_md : no_md, strides, pad, fwd_pd);
-    s->bwd_weights = dnnl::convolution_backward_weights(bww_pd);
-    s->bwd_weights_src_md = bww_pd.src_desc();
-    if (s->bwd_weights_src_md != s->src_md) {
-      s->bwd_weights_src = memory(s->bwd_weights_src_md, eng);
-      s->to_bwd_weights_src = dnnl::reorder(memory(s->src_md, eng, DNNL_MEMORY_NONE), s->bwd_weights_src);
-    }
-    s->bwd_weights_diff_dst_md = bww_pd.diff_dst_desc();
-    if (s->bwd_weights_diff_dst_md != s->diff_dst_md) {
-      s->bwd_weights_diff_dst = memory(s->bwd_weights_diff_dst_md, eng);
-      s->to_bwd_weights_diff_dst =
-          dnnl::reorder(memory(s->diff_dst_md, eng, DNNL_MEMORY_NONE), s->bwd_weights_diff_dst);
-    }
-    const memory user_dw(plain_md(grads_[0].dims()), eng, grads_[0].data());
-    s->diff_weights = ReorderedMemory(user_dw, bww_pd.diff_weights_desc());
-    if (bias_) s->diff_bias = memory(b_md, eng, grads_[1].data());
+  // Backward pds take the forward pd as hint so they agree on layouts where they can.
+  // The layer's diff_dst is declared in the forward dst layout: the layers after a conv
+  // (ReLU, pooling, BN) produce their diff_src in the layout of their forward src.
+  s->diff_dst_md = s->dst_md;
+  const auto bww_pd = backward_weights_pd(s->src_md, s->dst_md, dw_any, bias_md, geo, fwd_pd);
+  s->bwd_weights = dnnl::convolution_backward_weights(bww_pd);
+  s->bwd_weights_src_md = bww_pd.src_desc();
+  reorder_if_needed(s->src_md, s->bwd_weights_src_md, s->bwd_weights_src, s->to_bwd_weights_src);
+  s->bwd_weights_diff_dst_md = bww_pd.diff_dst_desc();
+  reorder_if_needed(s->diff_dst_md, s->bwd_weights_diff_dst_md, s->bwd_weights_diff_dst, s->to_bwd_weights_diff_dst);
+  const memory user_dw(plain_md(Dims(w_dims.begin(), w_dims.end())), eng, grads_[0].data());
+  s->diff_weights = ReorderedMemory(user_dw, bww_pd.diff_weights_desc());
+  if (opt_.bias) s->diff_bias = memory(b_md, eng, grads_[1].data());
 
-    if (need_diff_src) {
-      const dnnl::convolution_backward_data::desc bwd_desc(dnnl::algorithm::convolution_direct, src_any, w_any, dst_any,
-                                                           strides, pad, pad);
-      const dnnl::convolution_backward_data::primitive_desc bwd_pd(bwd_desc, eng, fwd_pd);
-      s->bwd_data = dnnl::convolution_backward_data(bwd_pd);
-      s->diff_src_md = bwd_pd.diff_src_desc();
-      s->bwd_data_diff_dst_md = bwd_pd.diff_dst_desc();
-      if (s->bwd_data_diff_dst_md != s->diff_dst_md) {
-        s->bwd_data_diff_dst = memory(s->bwd_data_diff_dst_md, eng);
-        s->to_bwd_data_diff_dst = dnnl::reorder(memory(s->diff_dst_md, eng, DNNL_MEMORY_NONE), s->bwd_data_diff_dst);
-      }
-      s->bwd_data_weights = weight_copy(0, bwd_pd.weights_desc(), s->weights);
-    }
+  if (need_diff_src) {
+    const dnnl::convolution_backward_data::desc bwd_desc(dnnl::algorithm::convolution_direct, src_any, w_any, dst_any,
+                                                         geo.strides, geo.dilates, geo.pad, geo.pad);
+    const dnnl::convolution_backward_data::primitive_desc bwd_pd(bwd_desc, eng, fwd_pd);
+    s->bwd_data = dnnl::convolution_backward_data(bwd_pd);
+    s->diff_src_md = bwd_pd.diff_src_desc();
+    s->bwd_data_diff_dst_md = bwd_pd.diff_dst_desc();
+    reorder_if_needed(s->diff_dst_md, s->bwd_data_diff_dst_md, s->bwd_data_diff_dst, s->to_bwd_data_diff_dst);
+    s->bwd_data_weights = weight_copy(0, bwd_pd.weights_desc(), s->weights);
   }
   return s;
 }
@@ -174,7 +194,7 @@ void Conv2d::run_forward(State& base, const memory& src, const memory& dst, std:
   auto& s = static_cast<ConvState&>(base);
   refresh(*s.weights);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s.weights->get()}, {DNNL_ARG_DST, dst}};
-  if (bias_) args[DNNL_ARG_BIAS] = s.bias;
+  if (opt_.bias) args[DNNL_ARG_BIAS] = s.bias;
   s.fwd.execute(stream(), args);
 }
 
@@ -205,7 +225,7 @@ void Conv2d::run_backward(State& base, const memory& diff_dst, const memory& dif
   }
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_DIFF_WEIGHTS, s.diff_weights.get()}};
-  if (bias_) args[DNNL_ARG_DIFF_BIAS] = s.diff_bias;
+  if (opt_.bias) args[DNNL_ARG_DIFF_BIAS] = s.diff_bias;
   s.bwd_weights.execute(strm, args);
   s.diff_weights.push();
 }

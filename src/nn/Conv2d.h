@@ -1,5 +1,5 @@
-// Conv2d: 2-D convolution (square kernel, stride, zero padding, optional bias) on
-// oneDNN's convolution primitives with layouts of oneDNN's choosing (format_tag::any).
+// Conv2d: 2-D convolution (square kernel, stride, zero padding, dilation, groups, optional
+// bias) on oneDNN's convolution primitives with layouts of oneDNN's choosing (format_tag::any).
 #pragma once
 
 #include "nn/Layer.h"
@@ -8,17 +8,43 @@ namespace ringtrain {
 
 class Conv2d : public Layer {
  public:
+  // Hyper-parameters in PyTorch's terms (torch.nn.Conv2d), square on both axes, e.g. a
+  // torchvision ResNet stem and a MobileNetV2 depthwise 3x3:
+  //   Conv2d("conv1", {.in = 3, .out = 64, .kernel = 7, .stride = 2, .pad = 3, .bias = false})
+  //   Conv2d("dw", {.in = 32, .out = 32, .kernel = 3, .pad = 1, .groups = 32, .bias = false})
+  struct Options {
+    int in = 0;        // input channels
+    int out = 0;       // output channels
+    int kernel = 1;    // KH = KW
+    int stride = 1;    // both axes
+    int pad = 0;       // zeros on each side, both axes
+    int dilation = 1;  // 1 = dense, as PyTorch counts (oneDNN counts dilation - 1)
+    int groups = 1;    // divides in and out; groups == in is depthwise (out = in x multiplier)
+    bool bias = true;
+  };
+
+  // Weights (out, in / groups, kernel, kernel) in the arena, as PyTorch stores them, then the
+  // bias (out) if any: out * in / groups * kernel^2 (+ out) parameters, torchvision's counts.
+  // Throws std::invalid_argument for a non-positive size, negative padding, or groups that
+  // do not divide in and out.
+  Conv2d(std::string name, const Options& options);
+  // Dense, undilated: the same layer as Options{in, out, kernel, stride, padding, 1, 1, bias}.
   Conv2d(std::string name, int in_channels, int out_channels, int kernel, int stride = 1, int padding = 0,
          bool bias = true);
 
   std::string kind() const override { return "conv2d"; }
+  // conv2d(in=..,out=..,k=..,s=..,p=..,bias=..), with d=.. and g=.. before bias only when
+  // they are not 1, so dense layers keep the signatures earlier checkpoints recorded.
   std::string describe() const override;
-  int in_channels() const noexcept { return in_channels_; }
-  int out_channels() const noexcept { return out_channels_; }
-  int kernel() const noexcept { return kernel_; }
-  int stride() const noexcept { return stride_; }
-  int padding() const noexcept { return padding_; }
-  bool has_bias() const noexcept { return bias_; }
+  const Options& options() const noexcept { return opt_; }
+  int in_channels() const noexcept { return opt_.in; }
+  int out_channels() const noexcept { return opt_.out; }
+  int kernel() const noexcept { return opt_.kernel; }
+  int stride() const noexcept { return opt_.stride; }
+  int padding() const noexcept { return opt_.pad; }
+  int dilation() const noexcept { return opt_.dilation; }
+  int groups() const noexcept { return opt_.groups; }
+  bool has_bias() const noexcept { return opt_.bias; }
   Dims out_shape(const Dims& in) const override;
   double flops_per_image(const Dims& in) const override;
   std::vector<ParamSpec> param_specs() const override;
@@ -30,8 +56,9 @@ class Conv2d : public Layer {
 
  private:
   struct ConvState;
-  int in_channels_, out_channels_, kernel_, stride_, padding_;
-  bool bias_;
+  // The weights' dims as oneDNN takes them: (O, I, KH, KW), or (G, O/G, I/G, KH, KW) grouped.
+  dnnl::memory::dims weights_dims() const;
+  Options opt_;
 };
 
 }  // namespace ringtrain

@@ -44,7 +44,12 @@ std::shared_ptr<WeightCopy> Layer::weight_copy(std::size_t i, const memory::desc
   if (from && from->get().get_desc().data_type() == bf16 && wanted.data_type() == bf16) {
     weight_copies_.emplace_back(i, std::make_shared<WeightCopy>(from, wanted));
   } else {
-    const memory user(plain_md(params_.at(i).dims()), engine(), params_[i].data());
+    // The arena row-major in the primitive's dims, when they differ but hold as many floats:
+    // a grouped convolution's (G, O/G, I/G, KH, KW) weights are its (O, I/G, KH, KW) floats.
+    Dims dims = params_.at(i).dims();
+    if (const Dims wanted_dims = md_dims(wanted); wanted_dims != dims && numel(wanted_dims) == numel(dims))
+      dims = wanted_dims;
+    const memory user(plain_md(dims), engine(), params_[i].data());
     weight_copies_.emplace_back(i, std::make_shared<WeightCopy>(user, wanted));
   }
   return weight_copies_.back().second;

@@ -26,7 +26,7 @@ namespace ringtrain {
 // One parameter tensor a layer needs, in the layer's own order.
 struct ParamSpec {
   std::string suffix;  // "weight", "bias"
-  Dims dims;           // plain layout: conv (O, I, KH, KW), linear (O, I), vectors (C)
+  Dims dims;           // plain layout: conv (O, I / groups, KH, KW), linear (O, I), vectors (C)
   ParamKind kind = ParamKind::kWeight;
   std::int64_t fan_in = 0;  // for initialisation; 0 for vectors
 };
@@ -130,7 +130,9 @@ class Layer {
   static dnnl::engine& engine();
   static dnnl::stream& stream();
   // params_[i] as a primitive wants it (layout, data type): the arena itself when that is
-  // it, else a copy that every state of this layer wanting the same layout shares. from: a
+  // it, else a copy that every state of this layer wanting the same layout shares. Wanted
+  // dims other than the parameter's, with as many elements, view the arena row-major in
+  // them (grouped convolution weights, 5-D for oneDNN). from: a
   // bf16 copy of the same parameter in another layout (the forward's, for backward-data),
   // which a new bf16 copy is reordered from instead of the fp32 arena.
   std::shared_ptr<WeightCopy> weight_copy(std::size_t i, const dnnl::memory::desc& wanted,

@@ -18,12 +18,14 @@
 #include "nn/Conv2d.h"
 #include "nn/Dropout.h"
 #include "nn/Flatten.h"
+#include "nn/GlobalAvgPool2d.h"
 #include "nn/Linear.h"
 #include "nn/LocalResponseNorm.h"
 #include "nn/Model.h"
 #include "nn/Pool2d.h"
 #include "nn/Precision.h"
 #include "nn/ReLU.h"
+#include "nn/ReLU6.h"
 
 using namespace ringtrain;
 using namespace ringtrain::test;
@@ -143,9 +145,19 @@ TEST_CASE("Every layer kind in bf16 matches itself in fp32 within bf16 tolerance
     cases.push_back({"conv2d", [=] { return std::make_unique<Conv2d>("conv", in_c, out_c, k, s, p, true); }, in,
                      {weights(out_c * in_c * k * k, 5), weights(out_c, 6)}, t});
   }
+  // Depthwise (MobileNetV2) and grouped, dilated: 5-D weights, in the arena as (O, I/G, K, K).
+  const Conv2d::Options dw{.in = 16, .out = 16, .kernel = 3, .stride = 2, .pad = 1, .groups = 16, .bias = false};
+  cases.push_back({"depthwise conv2d", [=] { return std::make_unique<Conv2d>("dw", dw); }, {2, 16, 7, 7},
+                   {weights(16 * 9, 12)}, tag::nChw16c});
+  const Conv2d::Options grouped{.in = 8, .out = 12, .kernel = 3, .pad = 2, .dilation = 2, .groups = 4};
+  cases.push_back({"grouped dilated conv2d", [=] { return std::make_unique<Conv2d>("g", grouped); }, {2, 8, 7, 6},
+                   {weights(12 * 2 * 9, 13), weights(12, 14)}});
   cases.push_back({"linear", [] { return std::make_unique<Linear>("fc", 40, 24, true); }, {4, 40},
                    {weights(24 * 40, 7), weights(24, 8)}});
   cases.push_back({"relu", [] { return std::make_unique<ReLU>("relu"); }, {2, 16, 4, 4}, {}, tag::nChw16c});
+  cases.push_back({"relu6", [] { return std::make_unique<ReLU6>("relu6"); }, {2, 16, 4, 4}, {}, tag::nChw16c});
+  cases.push_back({"global avgpool", [] { return std::make_unique<GlobalAvgPool2d>("gap"); }, {2, 16, 5, 3}, {},
+                   tag::nChw16c});
   cases.push_back({"maxpool", [] { return std::make_unique<Pool2d>("pool", Pool2d::Mode::kMax, 2, 2, 0); },
                    {2, 16, 6, 6}, {}, tag::nChw16c});
   cases.push_back({"avgpool", [] { return std::make_unique<Pool2d>("pool", Pool2d::Mode::kAvg, 3, 2, 1); },

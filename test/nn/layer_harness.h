@@ -1,6 +1,6 @@
 // Test support: runs one Layer on plain buffers (reordering to and from the layouts the
 // layer picked) and compares it with a naive double-precision reference, whose central
-// differences (in double) serve as the reference gradients.
+// differences (in double) serve as the reference gradients (check_layer does both).
 #pragma once
 
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "common/Random.h"
@@ -135,6 +136,35 @@ inline RefGrads reference_grads(const RefForward& ref, const Vec& x, const std::
     }
   }
   return r;
+}
+
+constexpr double kForwardTol = 1e-5;   // float accumulation over <= a few hundred terms
+constexpr double kBackwardTol = 1e-4;  // float backward vs double central differences
+
+// Runs the layer (train phase; x and diff_dst uniform in [-1, 1) from seed) and checks
+// forward, diff_src and parameter gradients against ref and its central differences.
+inline void check_layer(Layer& layer, const Dims& in, const RefForward& ref,
+                        const std::vector<std::vector<float>>& params,
+                        dnnl::memory::format_tag src_tag = dnnl::memory::format_tag::undef, std::uint64_t seed = 1,
+                        double bwd_tol = kBackwardTol) {
+  const auto x = random_floats(numel(in), seed);
+  const auto dy = random_floats(numel(layer.out_shape(in)), seed + 100);
+  const LayerRun got = run_layer(layer, in, x, params, dy, Phase::kTrain, src_tag);
+  std::vector<Vec> pd;
+  for (const auto& p : params) pd.push_back(to_double(p));
+  const RefGrads want = reference_grads(ref, to_double(x), pd, to_double(dy));
+  INFO(layer.describe() << " input " << dims_str(in));
+  const double ey = rel_error(got.y, want.y);
+  const double edx = rel_error(got.dx, want.dx);
+  INFO("forward rel error " << ey << ", diff_src rel error " << edx);
+  CHECK(ey < kForwardTol);
+  CHECK(edx < bwd_tol);
+  REQUIRE(got.dparams.size() == params.size());
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    const double ep = rel_error(got.dparams[k], want.dparams[k]);
+    INFO("param " << k << " gradient rel error " << ep);
+    CHECK(ep < bwd_tol);
+  }
 }
 
 }  // namespace ringtrain::test

@@ -22,32 +22,6 @@ using tag = dnnl::memory::format_tag;
 
 namespace {
 
-constexpr double kForwardTol = 1e-5;   // float accumulation over <= a few hundred terms
-constexpr double kBackwardTol = 1e-4;  // float backward vs double central differences
-
-// Runs the layer and checks forward, diff_src and parameter gradients against ref.
-void check_layer(Layer& layer, const Dims& in, const RefForward& ref, const std::vector<std::vector<float>>& params,
-                 tag src_tag = tag::undef, std::uint64_t seed = 1, double bwd_tol = kBackwardTol) {
-  const auto x = random_floats(numel(in), seed);
-  const auto dy = random_floats(numel(layer.out_shape(in)), seed + 100);
-  const LayerRun got = run_layer(layer, in, x, params, dy, Phase::kTrain, src_tag);
-  std::vector<Vec> pd;
-  for (const auto& p : params) pd.push_back(to_double(p));
-  const RefGrads want = reference_grads(ref, to_double(x), pd, to_double(dy));
-  INFO(layer.describe() << " input " << dims_str(in));
-  const double ey = rel_error(got.y, want.y);
-  const double edx = rel_error(got.dx, want.dx);
-  INFO("forward rel error " << ey << ", diff_src rel error " << edx);
-  CHECK(ey < kForwardTol);
-  CHECK(edx < bwd_tol);
-  REQUIRE(got.dparams.size() == params.size());
-  for (std::size_t k = 0; k < params.size(); ++k) {
-    const double ep = rel_error(got.dparams[k], want.dparams[k]);
-    INFO("param " << k << " gradient rel error " << ep);
-    CHECK(ep < bwd_tol);
-  }
-}
-
 // y[n,o,i,j] = b[o] + sum_{c,u,v} w[o,c,u,v] x[n,c,i*s-p+u,j*s-p+v]
 RefForward conv_ref(const Dims& in, int out_c, int k, int s, int p, bool bias) {
   return [=](const Vec& x, const std::vector<Vec>& prm) {
