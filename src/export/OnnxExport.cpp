@@ -17,6 +17,7 @@
 #include "nn/Conv2d.h"
 #include "nn/Dropout.h"
 #include "nn/Flatten.h"
+#include "nn/GlobalAvgPool2d.h"
 #include "nn/Graph.h"
 #include "nn/Layer.h"
 #include "nn/Linear.h"
@@ -24,6 +25,7 @@
 #include "nn/Model.h"
 #include "nn/Pool2d.h"
 #include "nn/ReLU.h"
+#include "nn/ReLU6.h"
 
 namespace ringtrain {
 namespace {
@@ -100,6 +102,14 @@ void add_conv(GraphBuilder& g, const Conv2d& c) {
   ints(n, "kernel_shape", {c.kernel(), c.kernel()});
   ints(n, "strides", {c.stride(), c.stride()});
   ints(n, "pads", {c.padding(), c.padding(), c.padding(), c.padding()});
+  if (c.dilation() != 1) ints(n, "dilations", {c.dilation(), c.dilation()});
+  if (c.groups() != 1) integer(n, "group", c.groups());
+}
+
+void add_relu6(GraphBuilder& g, const Layer& r) {
+  // Clip takes its bounds as (scalar) inputs since opset 11.
+  static const float kMin = 0.f, kMax = 6.f;
+  g.node("Clip", r.name(), {g.constant(r.name() + ".min", {}, &kMin), g.constant(r.name() + ".max", {}, &kMax)});
 }
 
 void add_linear(GraphBuilder& g, const Linear& l) {
@@ -154,6 +164,9 @@ void add_layer(GraphBuilder& g, const Layer& layer, const std::vector<std::strin
   if (const auto* r = dynamic_cast<const LocalResponseNorm*>(&layer)) return add_lrn(g, *r);
   if (const auto* b = dynamic_cast<const BatchNorm2d*>(&layer)) return add_batchnorm(g, *b);
   if (dynamic_cast<const ReLU*>(&layer) != nullptr) return (void)g.node("Relu", layer.name(), {});
+  if (dynamic_cast<const ReLU6*>(&layer) != nullptr) return add_relu6(g, layer);
+  if (dynamic_cast<const GlobalAvgPool2d*>(&layer) != nullptr)
+    return (void)g.node("GlobalAveragePool", layer.name(), {});
   if (dynamic_cast<const Flatten*>(&layer) != nullptr) return integer(g.node("Flatten", layer.name(), {}), "axis", 1);
   if (dynamic_cast<const Dropout*>(&layer) != nullptr) return (void)g.node("Identity", layer.name(), {});
   throw std::invalid_argument(fmt::format("{}: no ONNX export for layer kind '{}'", layer.name(), layer.kind()));
@@ -182,14 +195,14 @@ onnx::ModelProto build_model(const Model& model) {
   const ImageShape in = model.input_shape();
   add_value(*graph.mutable_input(), "input", {in.channels, in.height, in.width});
   GraphBuilder g(graph);
-  const Graph& graph = model.graph();
+  const Graph& layers = model.graph();
   std::vector<std::string> names{"input"};  // ONNX name of each value (Graph's numbering)
-  for (std::size_t i = 0; i < graph.size(); ++i) {
-    const auto& inputs = graph.node(i).inputs;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto& inputs = layers.node(i).inputs;
     std::vector<std::string> rest;
     for (std::size_t k = 1; k < inputs.size(); ++k) rest.push_back(names[static_cast<std::size_t>(inputs[k])]);
     g.set_current(names[static_cast<std::size_t>(inputs[0])]);
-    add_layer(g, graph.layer(i), rest);
+    add_layer(g, layers.layer(i), rest);
     names.push_back(g.current());
   }
   g.rename_output("logits");

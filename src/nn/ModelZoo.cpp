@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "nn/ZooBuilder.h"
+#include "nn/ZooMobileNet.h"
 #include "nn/ZooResNet.h"
 
 
@@ -78,6 +79,9 @@ const std::vector<ZooModel>& zoo() {
       {{"resnet50", "ResNet-50 as torchvision: 7x7/2 stem, max pool, bottlenecks 3-4-6-3 (stride on the 3x3), "
                     "global average pool; inputs from 32x32"},
        [](ZooBuilder& b, int classes) { build_torchvision_resnet(b, 50, classes); }},
+      {{"mobilenetv2", "MobileNetV2 as torchvision (width 1.0): inverted residuals, depthwise 3x3, ReLU6, global "
+                       "average pool, dropout 0.2; inputs from 32x32"},
+       [](ZooBuilder& b, int classes) { build_mobilenet_v2(b, classes); }},
   };
   return models;
 }

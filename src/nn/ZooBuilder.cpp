@@ -11,10 +11,12 @@
 #include "nn/Conv2d.h"
 #include "nn/Dropout.h"
 #include "nn/Flatten.h"
+#include "nn/GlobalAvgPool2d.h"
 #include "nn/Linear.h"
 #include "nn/LocalResponseNorm.h"
 #include "nn/Pool2d.h"
 #include "nn/ReLU.h"
+#include "nn/ReLU6.h"
 
 namespace ringtrain {
 
@@ -26,6 +28,12 @@ ZooBuilder& ZooBuilder::conv(int out, int k, int stride, int pad, bool bias) {
   return push(std::make_unique<Conv2d>(next("conv"), static_cast<int>(dims()[1]), out, k, stride, pad, bias),
               {current_});
 }
+ZooBuilder& ZooBuilder::grouped_conv(int out, int k, int stride, int pad, int groups, bool bias) {
+  const Conv2d::Options o{.in = static_cast<int>(dims()[1]), .out = out, .kernel = k, .stride = stride, .pad = pad,
+                          .groups = groups, .bias = bias};
+  return push(std::make_unique<Conv2d>(next("conv"), o), {current_});
+}
+ZooBuilder& ZooBuilder::relu6() { return push(std::make_unique<ReLU6>(next("relu6")), {current_}); }
 ZooBuilder& ZooBuilder::relu() { return push(std::make_unique<ReLU>(next("relu")), {current_}); }
 ZooBuilder& ZooBuilder::maxpool(int k, int stride, int pad) {
   return push(std::make_unique<Pool2d>(next("maxpool"), Pool2d::Mode::kMax, k, stride, pad), {current_});
@@ -34,12 +42,7 @@ ZooBuilder& ZooBuilder::avgpool(int k, int stride) {
   return push(std::make_unique<Pool2d>(next("avgpool"), Pool2d::Mode::kAvg, k, stride), {current_});
 }
 ZooBuilder& ZooBuilder::global_avgpool() {
-  const Dims& d = dims();
-  if (d.size() != 4 || d[2] != d[3])
-    throw std::invalid_argument(fmt::format("model {}: global average pooling needs a square (N, C, H, W) input, got {}",
-                                            model_, dims_str(d)));
-  const int k = static_cast<int>(d[2]);
-  return push(std::make_unique<Pool2d>(next("avgpool"), Pool2d::Mode::kAvg, k, k), {current_});
+  return push(std::make_unique<GlobalAvgPool2d>(next("gap")), {current_});
 }
 ZooBuilder& ZooBuilder::bn() {
   return push(std::make_unique<BatchNorm2d>(next("bn"), static_cast<int>(dims()[1])), {current_});

@@ -19,10 +19,13 @@ class ZooBuilder {
   ZooBuilder(std::string model, ImageShape input);
 
   ZooBuilder& conv(int out, int k, int stride = 1, int pad = 0, bool bias = true);
+  // groups divides the input channels and out (groups == channels: depthwise).
+  ZooBuilder& grouped_conv(int out, int k, int stride, int pad, int groups, bool bias);
   ZooBuilder& relu();
+  ZooBuilder& relu6();
   ZooBuilder& maxpool(int k, int stride, int pad = 0);
   ZooBuilder& avgpool(int k, int stride);
-  // Average over the whole (square) spatial extent: (N, C, H, W) -> (N, C, 1, 1).
+  // Average over the whole spatial extent: (N, C, H, W) -> (N, C, 1, 1).
   ZooBuilder& global_avgpool();
   ZooBuilder& bn();
   ZooBuilder& lrn();

@@ -44,7 +44,9 @@ void bottleneck(ZooBuilder& b, int planes, int stride) {
   b.add({main, skip}, true);
 }
 
-void check_side(ZooBuilder& b, int min_side, const char* what) {
+}  // namespace
+
+void check_min_side(ZooBuilder& b, int min_side, const char* what) {
   const Dims& d = b.dims();
   if (d[2] < min_side || d[3] < min_side)
     throw std::invalid_argument(
@@ -52,12 +54,10 @@ void check_side(ZooBuilder& b, int min_side, const char* what) {
                     d[2], d[3]));
 }
 
-}  // namespace
-
 void build_cifar_resnet(ZooBuilder& b, int depth, int classes) {
   if (depth < 8 || (depth - 2) % 6 != 0)
     throw std::invalid_argument(fmt::format("CIFAR ResNet depth must be 6n + 2, got {}", depth));
-  check_side(b, kCifarResNetMinSide, "a CIFAR ResNet");
+  check_min_side(b, kCifarResNetMinSide, "a CIFAR ResNet");
   const int n = (depth - 2) / 6;
   b.conv(16, 3, 1, 1, false).bn().relu();
   for (const int planes : {16, 32, 64})
@@ -76,7 +76,7 @@ void build_torchvision_resnet(ZooBuilder& b, int depth, int classes) {
     case 152: blocks = {3, 8, 36, 3}; break;
     default: throw std::invalid_argument(fmt::format("torchvision ResNet depth {} (18, 34, 50, 101, 152)", depth));
   }
-  check_side(b, kTorchvisionMinSide, "a torchvision-shaped ResNet");
+  check_min_side(b, kTorchvisionMinSide, "a torchvision-shaped ResNet");
   b.conv(64, 7, 2, 3, false).bn().relu().maxpool(3, 2, 1);
   const int widths[] = {64, 128, 256, 512};
   for (std::size_t s = 0; s < 4; ++s)

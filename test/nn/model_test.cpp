@@ -63,6 +63,7 @@ TEST_CASE("Residual zoo models have torchvision's and He et al.'s parameter coun
   // torchvision 0.14: sum(p.numel() for p in resnet18().parameters()) and so on, 1000 classes.
   CHECK(Model("resnet18", {3, 224, 224}, 1000).num_params() == 11689512);
   CHECK(Model("resnet50", {3, 224, 224}, 1000).num_params() == 25557032);
+  CHECK(Model("mobilenetv2", {3, 224, 224}, 1000).num_params() == 3504872);
   // 269,722 with parameter-free shortcuts (option A, the paper's 0.27M); option B adds two projections.
   CHECK(cifar_resnet_params(3, 10) == 269722 + (16 * 32 + 2 * 32) + (32 * 64 + 2 * 64));
   CHECK(Model("resnet20", {3, 32, 32}, 10).num_params() == cifar_resnet_params(3, 10));
@@ -77,7 +78,7 @@ TEST_CASE("Zoo models produce (n, classes) logits and list themselves", "[nn][mo
   const std::vector<std::pair<std::string, ImageShape>> cases{
       {"logreg", {1, 28, 28}},  {"lenet5", {1, 28, 28}},   {"mlp", {3, 32, 32}},      {"svhn-cnn", {3, 32, 32}},
       {"alexnet", {3, 32, 32}}, {"vgg11", {3, 32, 32}},    {"resnet20", {1, 28, 28}}, {"resnet56", {3, 8, 8}},
-      {"resnet18", {3, 32, 32}}, {"resnet50", {3, 32, 32}}};
+      {"resnet18", {3, 32, 32}}, {"resnet50", {3, 32, 32}}, {"mobilenetv2", {3, 32, 32}}};
   CHECK(model_zoo().size() == cases.size());
   for (const auto& [name, shape] : cases) {
     Model m(name, shape, 10);
