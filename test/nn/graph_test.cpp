@@ -13,6 +13,7 @@
 #include "nn/Flatten.h"
 #include "nn/Graph.h"
 #include "nn/Linear.h"
+#include "nn/Precision.h"
 #include "nn/ReLU.h"
 
 using namespace ringtrain;
@@ -111,6 +112,42 @@ TEST_CASE("Add matches x0 + x1 and its central differences, with and without the
   CHECK_THROWS_AS(Add("add", 3, true), std::invalid_argument);
   CHECK_THROWS_AS(Add("add", 1), std::invalid_argument);
   CHECK_THROWS_AS(Add("add").out_shape_of({{1, 3, 4, 4}, {1, 3, 4, 5}}), std::invalid_argument);
+}
+
+TEST_CASE("Add and Concat in bf16 match the fp32 references within bf16 rounding", "[nn][graph][bf16]") {
+  const auto isa = dnnl::get_effective_cpu_isa();
+  if (isa != dnnl::cpu_isa::avx512_core && isa != dnnl::cpu_isa::avx512_core_vnni && !isa_has_native_bf16(isa)) {
+    WARN("skipped: oneDNN runs no bf16 on this CPU");
+    return;
+  }
+  const Dims d{2, 16, 3, 3};
+  const auto x = random_floats(2 * numel(d), 31);
+  const auto dy = random_floats(numel(d), 32);
+  for (const bool relu : {false, true}) {
+    Add add("add", 2, relu);
+    add.set_compute_type(memory::data_type::bf16);
+    const LayerRun r = run_multi(add, {d, d}, x, dy, {tag::nChw16c, tag::undef});
+    const RefGrads ref = reference_grads(add_ref(relu), to_double(x), {}, to_double(dy));
+    CHECK(add.dst_md().data_type() == memory::data_type::bf16);
+    CHECK(rel_error(r.y, ref.y) < 2e-2);
+    CHECK(rel_error(r.dx, ref.dx) < 2e-2);
+  }
+  Concat concat("concat", 2);
+  concat.set_compute_type(memory::data_type::bf16);
+  const Dims joined{2, 32, 3, 3};
+  const auto dy2 = random_floats(numel(joined), 33);
+  const LayerRun r = run_multi(concat, {d, d}, x, dy2, {tag::undef, tag::nChw16c});
+  CHECK(concat.dst_md().data_type() == memory::data_type::bf16);
+  const std::size_t per = numel(d) / 2;  // one sample of one input
+  Vec y_ref, dx_ref(x.size());
+  for (std::size_t n = 0; n < 2; ++n)
+    for (std::size_t k = 0; k < 2; ++k) {
+      y_ref.insert(y_ref.end(), x.begin() + k * numel(d) + n * per, x.begin() + k * numel(d) + (n + 1) * per);
+      for (std::size_t j = 0; j < per; ++j) dx_ref[k * numel(d) + n * per + j] = dy2[(2 * n + k) * per + j];
+    }
+  // Concat only moves values: exact up to the bf16 rounding of each one (2^-9 relative).
+  CHECK(rel_error(r.y, y_ref) < 4e-3);
+  CHECK(rel_error(r.dx, dx_ref) < 4e-3);
 }
 
 TEST_CASE("Concat joins channels and hands each input its slice of the gradient", "[nn][graph]") {
