@@ -51,7 +51,7 @@ status=0
 # - LeakSanitizer stays on, with suppressions only for allocations made inside Open MPI
 #   and the libraries it loads (lsan.supp says why); leaks in ringtrain's code are reported;
 # - detect_stack_use_after_return stays at GCC's default (off): oneDNN's JIT kernels move
-#   the stack pointer (see issue 13), which the fake stack would misread.
+#   the stack pointer into the heap (design.md, Signals), which the fake stack would misread.
 if ((run_asan)); then
   asan=${RINGTRAIN_ASAN_BUILD_DIR:-$root/build-asan}
   RINGTRAIN_BUILD_DIR=$asan CMAKE_BUILD_TYPE=Release \

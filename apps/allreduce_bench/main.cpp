@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "FlagRange.h"
 #include "collectives/BenchRunner.h"
 #include "collectives/CostCalibration.h"
 #include "collectives/CostModelFile.h"
@@ -84,7 +85,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("-f,--step-factor", o.step_factor,
                  "sizes grow by this factor from --min-bytes")
       ->capture_default_str()
-      ->check(CLI::Range(2, 1024));
+      ->check(ringtrain::from_to(2, 1024));
   app.add_option("--sizes", o.sizes, "explicit comma list of sizes instead, e.g. 1K,1M,64M");
   app.add_option("--algo", o.algo, "ring|hier|mpi|ps|rd|rab|auto|all or a comma list")
       ->capture_default_str();
@@ -94,13 +95,13 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("-w,--warmup", o.warmup, "untimed calls per size and algorithm")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1000000));
+      ->check(ringtrain::from_to(0, 1000000));
   app.add_option("-n,--iters", o.iters, "timed calls per size and algorithm")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
+      ->check(ringtrain::from_to(1, 1000000));
   app.add_option("--repeats", o.repeats, "timed loops per algorithm, taken in turns; best counts")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
+      ->check(ringtrain::from_to(1, 1000000));
   app.add_flag("--mean", o.mean, "check and time the mean (sum * 1/N) variant");
   app.add_flag("--predict", o.predict,
                "after the table, the cost model's time for each ring/rab/rd row beside the "
@@ -117,39 +118,39 @@ void add_options(CLI::App& app, Options& o) {
       ->excludes(tuning);
   app.add_option("--alpha-s", o.model.alpha_s, "cost model: seconds per round")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(ringtrain::at_least(0));
   app.add_option("--beta-s-per-byte", o.model.beta_s_per_byte,
                  "cost model: seconds per byte on a link, each direction")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(ringtrain::at_least(0));
   app.add_option("--gamma-s-per-byte", o.model.gamma_s_per_byte,
                  "cost model: seconds per byte of fp32 addition")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(ringtrain::at_least(0));
   app.add_option("--copy-s-per-byte", o.model.copy_s_per_byte,
                  "cost model: seconds per byte of a memory copy within a node (hier's window, "
                  "messages between a node's ranks)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(ringtrain::at_least(0));
   app.add_option("--rendezvous-beta-s-per-byte", o.model.rendezvous_beta_s_per_byte,
                  "cost model: seconds per byte of a message sent whole above the eager limit")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(ringtrain::at_least(0));
   app.add_option("--eager-limit-bytes", o.model.eager_limit_bytes,
                  "cost model: largest message sent eagerly (btl_tcp_eager_limit)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(ringtrain::at_least(0));
   app.add_option("--choice-margin", o.model.choice_margin,
                  "cost model: auto takes the first of ring, rd, rab (hier when a node holds several "
                  "ranks) predicted within this "
                  "fraction of the fastest")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(ringtrain::at_least(0));
   app.add_option("--hier-margin", o.model.hier_margin,
                  "cost model: with several ranks per node, auto runs rab only when predicted more than "
                  "this fraction ahead of hier")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(ringtrain::at_least(0));
   app.add_option("--csv", o.csv, "also write the results as CSV");
   app.add_option("--json", o.json, "also write the results as JSON");
 }
@@ -163,16 +164,16 @@ void add_tuning_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--recv-depth", o.recv_depth, "ring receives posted ahead")
       ->capture_default_str()
-      ->check(CLI::Range(1, 64));
+      ->check(ringtrain::from_to(1, 64));
   app.add_option("--rab-window", o.rab_window,
                  "rab: chunks a rank sends ahead of its partner's in a round (0: all at once)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 20));
+      ->check(ringtrain::from_to(0, 1 << 20));
   app.add_option("--rab-lanes", o.rab_lanes,
                  "rab: lanes, parts of the vector run as rabs of their own at once (0: the cost "
                  "model chooses, 1 on one host; auto's rab too)")
       ->capture_default_str()
-      ->check(CLI::Range(0, ringtrain::kMaxRabLanes));
+      ->check(ringtrain::from_to(0, ringtrain::kMaxRabLanes));
   app.add_option("--ps-chunk-kb", o.ps_chunk_kb, "parameter-server chunk (KiB)")
       ->capture_default_str();
   app.add_option("--auto-ring-min-shm", o.auto_ring_min_shm,

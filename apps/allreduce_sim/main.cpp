@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "FlagRange.h"
 #include "collectives/BenchRunner.h"
 #include "collectives/CostModelFile.h"
 #include "collectives/RabenseifnerAllreduce.h"
@@ -43,9 +44,9 @@ struct Options {
 };
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("--np", o.np, "simulated ranks")->capture_default_str()->check(CLI::Range(2, 65535));
+  app.add_option("--np", o.np, "simulated ranks")->capture_default_str()->check(ringtrain::from_to(2, 65535));
   app.add_option("--ranks-per-node", o.ranks_per_node, "ranks r / this share a node (memory and a link)")
-      ->capture_default_str()->check(CLI::Range(1, 65535));
+      ->capture_default_str()->check(ringtrain::from_to(1, 65535));
   app.add_option("--sizes", o.sizes, "comma list of fp32 vector sizes (K/M/G suffixes)")->capture_default_str();
   app.add_option("--algo", o.algos, "ring|hier|ps|rd|rab|auto|all or a comma list")->capture_default_str();
   app.add_option("--compress", o.compress, "none|bf16|fp16 (wire format)")->capture_default_str();
@@ -63,11 +64,11 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--rab-window", o.rab_window,
                  "rab: chunks a rank sends ahead of its partner's in a round (0: all at once)")
-      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+      ->capture_default_str()->check(ringtrain::from_to(0, 1 << 20));
   app.add_option("--rab-lanes", o.rab_lanes,
                  "rab: lanes, parts of the vector run as rabs of their own at once (0: the cost model "
                  "chooses, with the model of the link rate)")
-      ->capture_default_str()->check(CLI::Range(0, kMaxRabLanes));
+      ->capture_default_str()->check(ringtrain::from_to(0, kMaxRabLanes));
   app.add_flag("--scale-table", o.scale_table, "markdown table: 8-1024 ranks x {1,8} per node x 64 KiB-256 MiB x "
                                                "{1,10,100} Gbit/s, auto against the fastest and the bound");
   app.add_option("--scale-np", o.scale_np, "with --scale-table: comma list of rank counts instead");

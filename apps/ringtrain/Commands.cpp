@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "FlagRange.h"
 #include "FlagText.h"
 #include "datasets/DatasetReport.h"
 #include "export/OnnxExport.h"
@@ -30,7 +31,7 @@ void Commands::add_eval(CLI::App& app) {
   eval_ = e;
   e->add_option("--checkpoint", eval_checkpoint_, "Checkpoint file")->required();
   eval_data_options_.add(*e, eval_data_);
-  e->add_option("--batch-size", eval_batch_, "Batch size per rank")->capture_default_str()->check(CLI::PositiveNumber);
+  e->add_option("--batch-size", eval_batch_, "Batch size per rank")->capture_default_str()->check(at_least(1));
 }
 
 void Commands::add_local(CLI::App& app) {

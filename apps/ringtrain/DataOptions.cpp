@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "FlagRange.h"
 #include "FlagText.h"
 
 namespace ringtrain {
@@ -18,13 +19,13 @@ void DataOptions::add(CLI::App& sub, DatasetConfig& data) {
   sub.add_option("--synthetic-shape", synthetic_shape_, "Synthetic data: sample shape CxHxW")->capture_default_str();
   sub.add_option("--synthetic-classes", data.synthetic_classes, "Synthetic data: classes")
       ->capture_default_str()
-      ->check(CLI::Range(2, 100000));
+      ->check(from_to(2, 100000));
   sub.add_option("--synthetic-train", data.synthetic_train, "Synthetic data: training samples")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--synthetic-test", data.synthetic_test, "Synthetic data: test samples")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--synthetic-seed", data.seed, "Synthetic data: the seed that generates it (not --seed)")
       ->capture_default_str();
   sub.add_option("--mean", mean_text_,

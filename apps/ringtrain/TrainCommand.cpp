@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ConfigFile.h"
+#include "FlagRange.h"
 #include "FlagText.h"
 #include "nn/Model.h"
 #include "optim/LrSchedule.h"
@@ -49,6 +50,8 @@ TrainCommand::TrainCommand(CLI::App& app) {
   add_model_options(*t);
   add_optimisation_options(*t);
   add_distribution_options(*t);
+  add_mode_options(*t);
+  add_stall_options(*t);
   add_checkpoint_options(*t);
   add_logging_options(*t);
   t->footer(kTrainFooter);
@@ -147,7 +150,7 @@ void TrainCommand::add_distribution_options(CLI::App& t) {
                 "Gradients travel once per step as int64 through MPI_Allreduce (2x the fp32 bytes), after the last "
                 "shard (no --overlap). 0: off")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   // A string, so config.toml writes and reads back the same word.
   t.add_option("--overlap", overlap_,
                 "Reduce each gradient bucket on a communication thread as soon as backward has finished it (off: "
@@ -155,6 +158,12 @@ void TrainCommand::add_distribution_options(CLI::App& t) {
                 "hosts or each rank has a core to spare, off when all share one host's cores")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
+}
+
+// --mode and what either mode runs with (threads, an emulated straggler).
+void TrainCommand::add_mode_options(CLI::App& t) {
+  TrainConfig& c = config_;
+  t.option_defaults()->group("Distribution");
   t.add_option("--mode", c.mode,
                 "sync: every rank computes, gradients all-reduced each step; async: ranks 0..S-1 are parameter "
                 "servers, the others workers that pull, compute and push without waiting for each other")
@@ -162,15 +171,15 @@ void TrainCommand::add_distribution_options(CLI::App& t) {
       ->check(CLI::IsMember({"sync", "async"}));
   t.add_option("--servers", c.servers, "async: number of parameter-server ranks S (< ranks)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   t.add_option("--max-staleness", c.max_staleness,
                 "async: a worker waits while it is more than K steps ahead of the slowest (stale-synchronous "
                 "parallel); 0 is synchronous, -1 unbounded")
       ->capture_default_str()
-      ->check(CLI::Range(-1, 1 << 30).description(""));
+      ->check(from_to(-1, 1 << 30));
   t.add_option("--threads", c.threads,
                 "OpenMP threads per rank (default: OMP_NUM_THREADS when set, else the node's cores / the ranks on it)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   t.add_option("--straggler-ms", c.straggler_ms,
                 "Experiments: the last rank (in async mode a worker) sleeps this many milliseconds after each "
                 "gradient, an emulated slower node (0: off)")
@@ -186,15 +195,20 @@ void TrainCommand::add_distribution_options(CLI::App& t) {
       throw CLI::ValidationError("--mode sync", "--servers and --max-staleness apply to --mode async");
     }
   });
+}
+
+// The stall watchdog (StallWatchdog.h): when a rank blocked in MPI warns, and when the job ends.
+void TrainCommand::add_stall_options(CLI::App& t) {
+  t.option_defaults()->group("Distribution");
   t.add_option("--stall-warning", stall_.warning_s,
                 "Seconds blocked in one MPI wait before a rank says, once per stall, where it waits (step, bucket, "
                 "operation) and for which peer (0: never)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   t.add_option("--stall-timeout", stall_.timeout_s,
                 "Seconds blocked in one MPI wait before the job ends with an error naming the stalled rank (0: never)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
 }
 
 void TrainCommand::add_checkpoint_options(CLI::App& t) {

@@ -29,6 +29,8 @@ class TrainCommand {
   void add_model_options(CLI::App& t);
   void add_optimisation_options(CLI::App& t);
   void add_distribution_options(CLI::App& t);
+  void add_mode_options(CLI::App& t);
+  void add_stall_options(CLI::App& t);
   void add_checkpoint_options(CLI::App& t);
   void add_logging_options(CLI::App& t);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""straggler.md from a straggler.sh sweep: per repeat, steps/s per worker of sync ps, SSP K=0
+"""straggler.md from a `bench.py straggler` sweep: per repeat, steps/s per worker of sync ps, SSP K=0
 and async, and the ratios async / sync ps and async / SSP K=0 within the repeat.
 
   straggler_report.py SWEEP_DIR STRAGGLER_MS "UPTIME BEFORE" "UPTIME AFTER"

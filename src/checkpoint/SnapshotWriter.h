@@ -46,7 +46,7 @@
 // computed; zeros are written), and RINGTRAIN_TEST_SNAPSHOT_CRC_ON_THREAD=1 (the state's
 // CRC32s computed by the snapshot thread from the file, not by capture() from cache) and
 // RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD=1 (no capture in the update: the thread's copy): for
-// measuring what each part of a snapshot costs the step (scripts/bench/snapshot_overhead.py
+// measuring what each part of a snapshot costs the step (scripts/bench/bench.py overhead --feature snapshot
 // --env); with SKIP, snapshots do not hold the step's state or do not read back (with "crc"
 // every node's digests are zeros and match). RINGTRAIN_TEST_SNAPSHOT_ALTER_NODE=<node>: that
 // node's leader flips a bit of the first parameter in its own snapshots before sealing them
@@ -126,7 +126,7 @@ class SnapshotWriter {
   // snapshot thread copies it during the next step's data, forward and backward, which
   // costs the step nothing when that thread has a core that training leaves idle (the
   // caller decides: Trainer, from OverlapPolicy). Measured (mlp, np 1 on a 2-core host,
-  // scripts/bench/snapshot_overhead.py, 15 rounds each): the capture added 4.2% to the
+  // scripts/bench/bench.py overhead --feature snapshot, 15 rounds each): the capture added 4.2% to the
   // steps a snapshot touches, the thread's copy 0.5%; where the ranks fill the cores the
   // thread's copy, about four times the capture's CPU (it reads what the capture finds in
   // cache), is taken from training instead. RINGTRAIN_TEST_SNAPSHOT_COPY_ON_THREAD=1 forces

@@ -14,16 +14,38 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw std::invalid_argument(message);
 }
 
+// config.json's dataset fields, in the order they have always had (the synthetic ones only
+// for synthetic data).
+void set_data_fields(Json& j, const DatasetConfig& data) {
+  j.set("dataset", data.name);
+  j.set("data_dir", data.data_dir);
+  j.set("augment", data.augment);
+  j.set("normalize", data.normalize);
+  Json mean = Json::array();
+  for (float v : data.norm_mean) mean.push(v);
+  j.set("mean", std::move(mean));
+  Json stdev = Json::array();
+  for (float v : data.norm_std) stdev.push(v);
+  j.set("std", std::move(stdev));
+  if (data.name == "synthetic") {
+    j.set("synthetic_shape", data.synthetic_shape.str());
+    j.set("synthetic_classes", data.synthetic_classes);
+    j.set("synthetic_train", data.synthetic_train);
+    j.set("synthetic_test", data.synthetic_test);
+    j.set("synthetic_seed", data.seed);
+  }
+}
+
 }  // namespace
 
 void TrainConfig::validate() const {
   require(epochs >= 1, fmt::format("--epochs must be >= 1 (got {})", epochs));
-  require(max_steps >= 0, "--max-steps must be >= 0");
+  require(max_steps >= 0, fmt::format("--max-steps must be >= 0 (got {})", max_steps));
   require(target_accuracy >= 0.0 && target_accuracy <= 1.0,
           fmt::format("--target-accuracy must be in [0, 1] (got {})", target_accuracy));
   require(batch_size >= 1, fmt::format("--batch-size must be >= 1 (got {})", batch_size));
-  require(global_batch_size >= 0, "--global-batch-size must be >= 0");
-  require(eval_batch_size >= 0, "--eval-batch-size must be >= 0");
+  require(global_batch_size >= 0, fmt::format("--global-batch-size must be >= 0 (got {})", global_batch_size));
+  require(eval_batch_size >= 0, fmt::format("--eval-batch-size must be >= 0 (got {})", eval_batch_size));
   require(accumulate >= 1, fmt::format("--accumulate must be >= 1 (got {})", accumulate));
   require(logical_shards >= 0, fmt::format("--logical-shards must be >= 0 (0: off; got {})", logical_shards));
   if (logical_shards > 0) {
@@ -35,7 +57,7 @@ void TrainConfig::validate() const {
   require(schedule.base_lr > 0.0, fmt::format("--lr must be > 0 (got {})", schedule.base_lr));
   require(lr_scaling == "none" || lr_scaling == "linear",
           fmt::format("--lr-scaling must be none or linear (got '{}')", lr_scaling));
-  require(lr_base_batch >= 0, "--lr-base-batch must be >= 0");
+  require(lr_base_batch >= 0, fmt::format("--lr-base-batch must be >= 0 (got {})", lr_base_batch));
   require(bucket_mb > 0.0, fmt::format("--bucket-mb must be > 0 (got {})", bucket_mb));
   require(overlap == "auto" || overlap == "on" || overlap == "off",
           fmt::format("--overlap must be auto, on or off (got '{}')", overlap));
@@ -46,13 +68,14 @@ void TrainConfig::validate() const {
   require(compress == "none" || (allreduce != "rd" && allreduce != "mpi"),
           fmt::format("--compress {} needs --allreduce ring, hier, ps, rab or auto ({} moves fp32 only)", compress,
                       allreduce));
-  require(eval_every >= 0, "--eval-every must be >= 0");
-  require(log_every >= 1, "--log-every must be >= 1");
+  require(eval_every >= 0, fmt::format("--eval-every must be >= 0 (got {})", eval_every));
+  require(log_every >= 1, fmt::format("--log-every must be >= 1 (got {})", log_every));
   require(progress == "auto" || progress == "bar" || progress == "plain",
           fmt::format("--progress must be auto, bar or plain (got '{}')", progress));
-  require(checkpoint_every >= 0, "--checkpoint-every must be >= 0");
-  require(checkpoint_every_steps >= 0, "--checkpoint-every-steps must be >= 0");
-  require(keep_checkpoints >= 0, "--keep-checkpoints must be >= 0");
+  require(checkpoint_every >= 0, fmt::format("--checkpoint-every must be >= 0 (got {})", checkpoint_every));
+  require(checkpoint_every_steps >= 0,
+          fmt::format("--checkpoint-every-steps must be >= 0 (got {})", checkpoint_every_steps));
+  require(keep_checkpoints >= 0, fmt::format("--keep-checkpoints must be >= 0 (got {})", keep_checkpoints));
   require(snapshot_every >= 0, fmt::format("--snapshot-every must be >= 0 (0: off; got {})", snapshot_every));
   require(snapshot_every == 0 || mode == "sync", "--snapshot-every applies to --mode sync");
   require(mode == "sync" || mode == "async", fmt::format("--mode must be sync or async (got '{}')", mode));
@@ -86,23 +109,7 @@ void TrainConfig::check_batch_memory(const ImageShape& sample) const {
 Json TrainConfig::to_json() const {
   Json j = Json::object();
   j.set("model", model);
-  j.set("dataset", data.name);
-  j.set("data_dir", data.data_dir);
-  j.set("augment", data.augment);
-  j.set("normalize", data.normalize);
-  Json mean = Json::array();
-  for (float v : data.norm_mean) mean.push(v);
-  j.set("mean", std::move(mean));
-  Json stdev = Json::array();
-  for (float v : data.norm_std) stdev.push(v);
-  j.set("std", std::move(stdev));
-  if (data.name == "synthetic") {
-    j.set("synthetic_shape", data.synthetic_shape.str());
-    j.set("synthetic_classes", data.synthetic_classes);
-    j.set("synthetic_train", data.synthetic_train);
-    j.set("synthetic_test", data.synthetic_test);
-    j.set("synthetic_seed", data.seed);
-  }
+  set_data_fields(j, data);
   j.set("epochs", epochs);
   j.set("max_steps", max_steps);
   j.set("target_accuracy", target_accuracy);

@@ -19,7 +19,7 @@ constexpr std::size_t kKiB = 1024;
 constexpr std::size_t kMiB = 1024 * 1024;
 const Compression kNone = Compression::kNone;
 
-// 10 Gbit/s links with 25 us latency (issue 22's example), exact ties made visible.
+// 10 Gbit/s links with 25 us latency (the scale table's fast network), exact ties made visible.
 AllreduceCostModel ten_gbit() {
   AllreduceCostModel m;
   m.alpha_s = 25e-6;
@@ -109,8 +109,9 @@ TEST_CASE("auto: exact ties and near-ties go to the earliest of ring, rd, rab; m
 }
 
 TEST_CASE("auto with the built-in parameters: the choices of allreduce-auto-choice.md") {
-  // Pinned against scripts/bench/auto_choice_table.py, the table's generator: a change
-  // to the model or its defaults that moves a choice fails here until the table is redone.
+  // Pinned against `bench.py auto-choice` (scripts/bench/suites/auto_choice.py), the table's
+  // generator: a change to the model or its defaults that moves a choice fails here until the
+  // table is redone.
   const AllreduceCostModel m;
   const AllreduceTuning tuning;
   const auto algo = [&](std::size_t bytes, int nodes) {

@@ -97,10 +97,13 @@ inline void gradient_check(Model& m, const Batch& b) {
 // noise: per parameter tensor t, the unit direction d = normalise(g_t/|g_t| + r_t/|r_t|)
 // (r uniform random, so a gradient that is wrong in direction, not only in size, fails)
 // and the derivative of the loss along d, (L(p + eps d) - L(p - eps d)) / 2 eps with
-// eps = 1e-3, against g . d: |num - ana| < 2e-2 |ana| + 1e-3. The step spreads over the
+// eps = 1e-3, against g . d: |num - ana| < 2e-2 |ana| + 2.5e-3. The step spreads over the
 // whole tensor, so few kinks are crossed. (At eps 1e-2 curvature biases the estimate by
-// 3-5%; the 1e-3 floor covers float noise, seen up to 4e-4 on VGG's conv biases, whose
-// true gradient is 0 because BatchNorm follows them.)
+// 3-5%, and at 3e-3 svhn-cnn's conv1.bias already crosses kinks (3% off). The 2.5e-3 floor
+// covers the float noise of the loss difference: seen up to 4e-4 on VGG's conv biases, whose
+// true gradient is 0 because BatchNorm follows them, with oneDNN's AVX-512 kernels, and up to
+// 1.2e-3 there (2.8e-3 on bn1.bias, whose 2% term covers it) with its AVX2 kernels on an AMD
+// EPYC. Every other tensor's directional derivative is above 0.09, where the 2% term rules.)
 inline void directional_check(Model& m, const Batch& b) {
   mean_loss(m, b);
   m.backward();
@@ -137,7 +140,7 @@ inline void directional_check(Model& m, const Batch& b) {
     const double num = (shifted_loss(eps) - shifted_loss(-eps)) / (2 * eps);
     std::copy(p0.begin() + info.offset, p0.begin() + info.offset + info.count, p.begin() + info.offset);
     INFO(m.name() << " " << info.name << ": analytic " << ana << ", numeric " << num);
-    CHECK(std::abs(num - ana) < 2e-2 * std::abs(ana) + 1e-3);
+    CHECK(std::abs(num - ana) < 2e-2 * std::abs(ana) + 2.5e-3);
   }
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/bench/auto_choice_table.py: the committed table of
+"""bench.py auto-choice (scripts/bench/suites/auto_choice.py): the committed table of
 docs/benchmarks/allreduce-auto-choice.md is what the script makes from the committed record
 (a change of the model's mirror or defaults that moves a cell fails here until the doc is
 redone), and its formulas give the C++ test's pinned values (AutoChoiceTest.cpp)."""
@@ -8,19 +8,19 @@ import subprocess
 import sys
 
 root = pathlib.Path(__file__).resolve().parents[2]
-script = root / "scripts/bench/auto_choice_table.py"
+bench = root / "scripts/bench/bench.py"
 record = root / "docs/benchmarks/allreduce-cluster-quiet.txt"
 doc = root / "docs/benchmarks/allreduce-auto-choice.md"
 
-out = subprocess.run([sys.executable, str(script), str(record)], capture_output=True, text=True, check=True)
+out = subprocess.run(["/usr/bin/python3", str(bench), "auto-choice", str(record)], capture_output=True, text=True, check=True)
 made = [l for l in out.stdout.splitlines() if l.startswith("| ")]
 committed = doc.read_text().split("## Every cell", 1)[1]
 kept = [l for l in committed.splitlines() if l.startswith("| ")]
 assert made == kept, "allreduce-auto-choice.md's table differs from the script's output: rerun the script"
 assert "116 cells" in out.stderr and "over 1.05: 4" in out.stderr, out.stderr
 
-sys.path.insert(0, str(script.parent))
-import auto_choice_table as t  # noqa: E402
+sys.path.insert(0, str(bench.parent))
+from suites import auto_choice as t  # noqa: E402
 
 m = dict(t.DEFAULTS)
 # The pins of AutoChoiceTest.cpp's last case (fp32).

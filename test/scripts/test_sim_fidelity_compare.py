@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sim_fidelity_compare.py on synthetic measurements: errors and bands as computed by hand,
+"""bench.py sim --compare (scripts/bench/suites/sim.py) on synthetic measurements: errors and bands as computed by hand,
 the exit code follows the targets, and the committed predictions file parses."""
 import pathlib
 import subprocess
@@ -7,7 +7,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts/bench/sim_fidelity_compare.py"
+BENCH = ROOT / "scripts/bench/bench.py"
 COMMITTED = ROOT / "docs/benchmarks/allreduce-sim-fidelity-predictions.csv"
 COMMITTED_WINDOW16 = ROOT / "docs/benchmarks/allreduce-sim-fidelity-predictions-window16.csv"
 COMMITTED_PSFIX = ROOT / "docs/benchmarks/allreduce-sim-fidelity-predictions-psfix.csv"
@@ -28,7 +28,12 @@ def run(measured):
         (d / "pred.csv").write_text(PREDICTIONS)
         for name, rows in measured.items():
             (d / name).write_text(HEADER + "".join(f"{b},0,{a},8,0,{t},0,0,0,0,0\n" for b, a, t in rows))
-        return subprocess.run([sys.executable, str(SCRIPT), str(d / "pred.csv"), str(d)], capture_output=True, text=True)
+        return compare(d / "pred.csv", d)
+
+
+def compare(predictions, directory):
+    return subprocess.run(["/usr/bin/python3", str(BENCH), "sim", "--compare", str(directory), "--predictions",
+                           str(predictions)], capture_output=True, text=True)
 
 
 def main():
@@ -50,7 +55,7 @@ def main():
     none = run({"8x1-1ms.csv": [(1048576, "ring", 9000.0)]})
     assert none.returncode == 2, none.stdout
     for path in (COMMITTED, COMMITTED_WINDOW16, COMMITTED_PSFIX):
-        committed = subprocess.run([sys.executable, str(SCRIPT), str(path), "/nonexistent"], capture_output=True, text=True)
+        committed = compare(path, "/nonexistent")
         assert committed.returncode == 2 and "no measured cell" in committed.stderr, committed.stderr
     print("test_sim_fidelity_compare: ok")
     return 0

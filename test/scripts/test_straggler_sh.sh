@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Tests scripts/bench/straggler.sh through run.sh and the real mpirun with
+# Tests `scripts/bench/bench.py straggler` through run.sh and the real mpirun with
 # test/scripts/fake_ringtrain.py as the trainer: the three modes run interleaved per repeat
 # with --straggler-ms, and straggler.md gives each repeat's ratio async / sync ps computed
 # from results.csv (recomputed here).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
-bench=$here/../../scripts/bench/straggler.sh
+bench() { /usr/bin/python3 "$here/../../scripts/bench/bench.py" straggler "$@"; }
 fake=$here/fake_ringtrain.py
 export FAKE_RINGTRAIN_ARGS_LOG=$tmp/args.jsonl
 
-"$bench" --launcher "$here/../../scripts/mpirun/run.sh" --ppn 3 --bin "$fake" --repeats 2 --straggler-ms 7 \
-  --out "$tmp/s" -- --max-steps 5 >"$tmp/log" 2>&1 || fail "straggler.sh failed: $(tail -5 "$tmp/log")"
+bench --launcher "$here/../../scripts/mpirun/run.sh" --ppn 3 --bin "$fake" --repeats 2 --straggler-ms 7 \
+  --out "$tmp/s" -- --max-steps 5 >"$tmp/log" 2>&1 || fail "bench.py straggler failed: $(tail -5 "$tmp/log")"
 [[ -f $tmp/s/straggler.md ]] || fail "no straggler.md"
 /usr/bin/python3 - "$tmp" <<'PY' || fail "launch order, flags or ratios"
 import csv, json, re, sys
@@ -29,6 +29,6 @@ for rep in ("1", "2"):
 assert re.search(r"Median ratio async / sync ps: \*\*[0-9.]+\*\*", md), md
 assert "`uptime` before" in md and "`uptime` after" in md
 PY
-"$bench" --repeats 0 >/dev/null 2>&1
+bench --repeats 0 >/dev/null 2>&1
 [[ $? -eq 2 ]] || fail "--repeats 0 must exit 2"
 finish test_straggler_sh "$tmp/log"

@@ -2,9 +2,12 @@
 """Fails when a function defined in src/ or apps/ spans more than MAX lines.
 
 design.md: functions read top to bottom and stay short; past 80 lines the details belong
-in named helpers. A definition is found where it starts at column 0 of a .cpp file (what
-every definition here does, including member functions) and ends at the first '}' back at
-column 0; its length counts from the line naming it to that brace.
+in named helpers. Every .cpp and .h is read with its comments and string literals blanked
+and its braces counted, so a definition is found wherever it stands: at namespace scope,
+inside a class body (inline in a header too), indented or not. A brace block is a function
+body when it opens at namespace or class scope after a head with a parenthesis that is not
+an initialiser ('... = {'); lambdas and blocks inside a function count toward it. Its
+length counts from the line where its head starts to its closing brace.
 
 usage: check_function_length.py MAX DIR...
 """
@@ -12,32 +15,87 @@ import pathlib
 import re
 import sys
 
-NOT_A_FUNCTION = re.compile(r"^(namespace|struct|class|enum|union|using|template|typedef|extern|static_assert|#|//|/\*|\*|}|\))")
+
+def blanked(text):
+    """text with comments, string and character literals (raw strings too) and preprocessor
+    lines replaced by spaces, newlines kept, so that braces and line numbers are the code's own."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i) + 2
+        elif text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            delimiter = re.match(r'R"([^(\s]*)\(', text[i:]).group(1)
+            j = text.find(")" + delimiter + '"', i) + len(delimiter) + 2
+        elif text[i] in "\"'" and not (text[i] == "'" and i > 0 and text[i - 1].isalnum()):
+            # (a ' after a digit or letter is C++14's digit separator, 1'000)
+            j = i + 1
+            while j < n and text[j] != text[i]:
+                j += 2 if text[j] == "\\" else 1
+            j += 1
+        else:
+            out.append(text[i])
+            i += 1
+            continue
+        out.append(re.sub(r"[^\n]", " ", text[i:j]))
+        i = j
+    # Preprocessor lines (continued ones too) are no part of a function's head.
+    return re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group(0)), "".join(out),
+                  flags=re.M)
+
+
+def without_template_heads(flat):
+    """flat without its leading "template <...>" parameter lists (where "class" names a
+    type parameter, not a class being defined)."""
+    while flat.startswith("template"):
+        depth, i = 0, flat.find("<")
+        if i < 0:
+            return flat
+        for j in range(i, len(flat)):
+            depth += {"<": 1, ">": -1}.get(flat[j], 0)
+            if depth == 0:
+                break
+        flat = flat[j + 1:].lstrip()
+    return flat
 
 
 def functions(path):
-    """(name line, first line, last line) of each top-level definition in path."""
-    lines = path.read_text().splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line or line[0].isspace() or NOT_A_FUNCTION.match(line) or "(" not in line:
-            i += 1
-            continue
-        start = i
-        # The signature may wrap; the body opens with '{' at the end of one of its lines.
-        while i < len(lines) and not lines[i].rstrip().endswith("{"):
-            if lines[i].rstrip().endswith(";"):
-                break
-            i += 1
-        if i >= len(lines) or not lines[i].rstrip().endswith("{") or lines[i].rstrip().endswith("= {"):
-            i += 1
-            continue
-        end = i + 1
-        while end < len(lines) and not lines[end].startswith("}"):
-            end += 1
-        yield line.split("(")[0].split()[-1], start + 1, end + 1
-        i = end + 1
+    """(name, first line, last line) of each function body in path."""
+    text = blanked(path.read_text())
+    stack = []  # (kind, first line, name) of each open brace
+    head_start = 0
+    line = 1
+    for i, c in enumerate(text):
+        if c == "\n":
+            line += 1
+        elif c == ";":
+            head_start = i + 1
+        elif c == "{":
+            head = re.sub(r"^\s*(public|protected|private)\s*:(?!:)", "", text[head_start:i])
+            flat = without_template_heads(" ".join(head.split()))
+            outer = stack[-1][0] if stack else "scope"
+            if re.search(r"\bnamespace\b", flat) or re.search(r"\bextern\s*$", flat):  # extern "C" (blanked)
+                kind = "scope"
+            elif re.search(r"\b(class|struct|union|enum)\b", flat.split("(")[0]):
+                kind = "scope"
+            elif outer == "scope" and "(" in flat and not flat.endswith("="):
+                kind = "function"
+            else:
+                kind = "block"
+            first = line - head.lstrip().count("\n")  # where the head's text starts
+            name = flat.split("(")[0].split()[-1] if kind == "function" and flat.split("(")[0].split() else flat[:40]
+            stack.append((kind, first, name))
+            head_start = i + 1
+        elif c == "}":
+            if not stack:
+                raise SystemExit(f"{path}:{line}: unbalanced '}}'")
+            kind, first, name = stack.pop()
+            if kind == "function":
+                yield name, first, line
+            head_start = i + 1
 
 
 def main():
@@ -45,7 +103,7 @@ def main():
     long = []
     count = 0
     for root in sys.argv[2:]:
-        for path in sorted(pathlib.Path(root).rglob("*.cpp")):
+        for path in sorted(p for p in pathlib.Path(root).rglob("*") if p.suffix in (".cpp", ".h")):
             for name, first, last in functions(path):
                 count += 1
                 if last - first + 1 > limit:

@@ -417,6 +417,28 @@ usage)
   for want in "^Exit status:" "^  75  stopped by a signal" "^Signals: SIGTERM" "^Threads: " "--threads INT" "--log-every INT=10"; do
     grep -q -- "$want" "$work/help" || fail "train --help lacks '$want'"
   done
+  # Bounds read as a person writes them, in --help and in the usage error (CLI11's own Range
+  # printed a double's limits: "Value -3 not in range 0.000000 to 1797693..."), also through a
+  # config file; a value that is no number says so.
+  for want in "--stall-timeout FLOAT:(>= 0)=600" "--servers INT:(>= 1)=1" "--synthetic-classes INT:(from 2 to 100000)=10"; do
+    grep -qF -- "$want" "$work/help" || fail "train --help lacks '$want'"
+  done
+  ! grep -qE '0\.000000|[0-9]{20}' "$work/help" || fail "train --help shows a double's limits"
+  for args in "--stall-timeout -3|--stall-timeout: must be >= 0 (got -3)" \
+              "--stall-timeout x|--stall-timeout: must be a number >= 0 (got 'x')" \
+              "--mode async --servers 0|--servers: must be >= 1 (got 0)" \
+              "--synthetic-classes 1|--synthetic-classes: must be from 2 to 100000 (got 1)"; do
+    read -ra flags <<<"${args%%|*}"
+    "$bin" train "${flags[@]}" > "$work/log" 2>&1; code=$?
+    [[ $code -eq 2 ]] && grep -qxF "ringtrain: usage error: ${args#*|}" "$work/log" \
+      || { cat "$work/log" >&2; fail "${args%%|*}: exit $code, expected 2 and '${args#*|}'"; }
+  done
+  "$bin" eval --checkpoint none.rtck --batch-size 0 > "$work/log" 2>&1; code=$?
+  [[ $code -eq 2 ]] && grep -qF -- "--batch-size: must be >= 1 (got 0)" "$work/log" || { cat "$work/log" >&2; fail "eval --batch-size 0: exit $code"; }
+  printf 'stall-warning = -1\n' > "$work/bound.toml"
+  "$bin" train --config "$work/bound.toml" > "$work/log" 2>&1; code=$?
+  [[ $code -eq 2 ]] && grep -qF "key 'stall-warning': --stall-warning: must be >= 0 (got -1)" "$work/log" \
+    || { cat "$work/log" >&2; fail "stall-warning = -1 in a config file: exit $code"; }
   # A run's config.json given to --config: exit 2, one line pointing at config.toml.
   echo '{"epochs": 1}' > "$work/c.json"
   "$bin" train --config "$work/c.json" > "$work/log" 2>&1
@@ -820,7 +842,7 @@ print(s["dir"])' "$work/ref/summary.json" "$(getconf _NPROCESSORS_ONLN)") || fai
   [[ ! -e $work/ram ]] || fail "snapshots not removed after the resumed run ended"
   ;;
 snapshot_killed_writing)
-  # Nothing lost (issue 23): rank 0 is killed (SIGKILL, the whole process) while its snapshot
+  # Nothing lost when a node dies mid-write: rank 0 is killed (SIGKILL, the whole process) while its snapshot
   # thread is sealing the snapshot of step 15, at a point the test names through the test
   # hook RINGTRAIN_TEST_SNAPSHOT_KILL_AT (SnapshotWriter.h): step 15's file is left half
   # written under its temporary name, step 10's stays whole, and `--resume auto` continues

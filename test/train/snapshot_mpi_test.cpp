@@ -1,4 +1,4 @@
-// --snapshot-every (issue 23) at np 3 with every rank its own node (node_group_size 1, as
+// --snapshot-every (RAM snapshots replicated to the next node) at np 3 with every rank its own node (node_group_size 1, as
 // emulated nodes are) and its own snapshot directory (its own "RAM"): snapshots every K
 // steps, the newest two per directory, all complete (every CRC right); each node's own
 // snapshot of a step holds the previous node's training state, so the digests agree and no

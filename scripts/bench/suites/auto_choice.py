@@ -1,15 +1,17 @@
-#!/usr/bin/env python3
-"""auto's choice on the recorded all-reduce cells: which algorithm the cost model picks per
-(node count, size) and the recorded time of that algorithm against the best recorded one.
+"""Which algorithm auto picks on a recorded all-reduce record, and that pick's recorded time against the fastest.
 
-Derived from recorded measurements plus the model's choice: nothing is measured here. The
-model is a mirror of src/collectives/AllreduceCostModel.cpp (predict_allreduce_seconds and
-choose_by_cost_model); test/collectives/AllreduceParsingTest.cpp pins the C++ choices of a
-few of these cells, so the two cannot drift apart unnoticed.
+Derived, nothing measured: for every (node count, size) cell of RECORD (an allreduce_bench
+record of one rank per node, e.g. docs/benchmarks/allreduce-cluster-quiet.txt) where at least
+two of auto's candidates (ring, rd, rab) were recorded, the pick of the cost model (a mirror of
+src/collectives/AllreduceCostModel.cpp, predict_allreduce_seconds and choose_by_cost_model, with
+its built-in defaults or the --alpha-s ... given), the predicted times, the recorded ones, and
+auto's recorded time over the fastest of ring/rd/rab; beside it the threshold rule auto used
+before the cost model. test/collectives/AutoChoiceTest.cpp pins the C++ choices of ten of these
+cells, so the mirror and the C++ cannot drift apart unnoticed. A markdown table on stdout, the
+count of cells over 1.05 on stderr.
 
-    scripts/bench/auto_choice_table.py docs/benchmarks/allreduce-cluster-quiet.txt [--alpha-s A ...]
+  bench.py auto-choice docs/benchmarks/allreduce-cluster-quiet.txt
 """
-import argparse
 import math
 import re
 import sys
@@ -28,9 +30,7 @@ def predict(algo, n, p, m):
     if p <= 1 or n == 0:
         return 0.0
     a, b, g = m["alpha_s"], m["beta_s_per_byte"], m["gamma_s_per_byte"]
-    q = 1
-    while q * 2 <= p:
-        q *= 2
+    q = 1 << (p.bit_length() - 1)  # the largest power of two <= p
 
     def exchange(s, reduce):  # one pipelined exchange of s bytes each way
         c = min(s, CHUNK)
@@ -93,13 +93,7 @@ def ratio_text(pick, measured, nodes):
 
 def read_cells(path):
     """(context, nodes, size) -> {algo: avg us}, one rank per node only."""
-    cells = {}
-    block = 0
-    nodes = None
-    several = False
-    context = ""
-    burst = ""
-    mtu = "1500"
+    cells, block, nodes, several, burst, mtu = {}, 0, None, False, "", "1500"
     for line in open(path):
         if line.startswith("cluster up:"):
             nodes = int(line.split()[2])
@@ -107,8 +101,7 @@ def read_cells(path):
             block += 1
             several = False
         elif line.startswith("## cluster_"):
-            context = line.split()[1]
-            mtu = re.search(r"mtu(\d+)", context).group(1)
+            mtu = re.search(r"mtu(\d+)", line.split()[1]).group(1)
             block += 1
         elif line.startswith("# allreduce_bench:"):
             several = " 0 with several ranks" not in line
@@ -127,18 +120,16 @@ def read_cells(path):
 
 
 def size_text(n):
-    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= div:
-            return f"{n // div} {unit}"
-    return f"{n} B"
+    return next((f"{n // d} {u}" for u, d in (("MiB", 1 << 20), ("KiB", 1 << 10)) if n >= d), f"{n} B")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(ap):
     ap.add_argument("record")
     for key, value in DEFAULTS.items():
         ap.add_argument("--" + key.replace("_", "-"), type=float, default=value)
-    args = ap.parse_args()
+
+
+def run(args):
     m = {k: getattr(args, k) for k in DEFAULTS}
     rows = []
     for (block, where, nodes, n), algos in sorted(read_cells(args.record).items()):
@@ -154,16 +145,11 @@ def main():
         rows.append((where, size_text(n), pick, pred, rec, best_algo, ratio_text(pick, measured, nodes),
                      f"{before} {ratio_text(before, measured, nodes)}", f"{all_best[1]} {all_best[0]:.0f}"))
     print("| cell | size | auto picks | predicted (us) | recorded avg (us) | fastest of ring/rd/rab "
-          "| auto / fastest | before: pick, ratio | fastest recorded |")
-    print("|---|---:|---|---|---|---|---:|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+          "| auto / fastest | before: pick, ratio | fastest recorded |\n|---|---:|---|---|---|---|---:|---|---|")
+    print("\n".join("| " + " | ".join(r) + " |" for r in rows))
     ratios = [float(r[6].split()[0]) for r in rows if r[6][0].isdigit()]
     before = [float(r[7].split()[1]) for r in rows if r[7].split()[1][0].isdigit()]
     print(f"\n{len(rows)} cells; auto's pick recorded in {len(ratios)}; over 1.05: "
           f"{sum(1 for x in ratios if x > 1.05)}; worst {max(ratios):.3f}; "
           f"before: over 1.05: {sum(1 for x in before if x > 1.05)}, worst {max(before):.3f}", file=sys.stderr)
-
-
-if __name__ == "__main__":
-    main()
+    return 0

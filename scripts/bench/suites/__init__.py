@@ -1,0 +1,1 @@
+"""bench.py's suites, one module each (see bench.py)."""

@@ -1,0 +1,135 @@
+"""Training against PyTorch on one host: images/s and peak RSS, np 1 (and np N against DDP).
+
+Per model (and --precision), ringtrain and the PyTorch peer (benchlib/torch_peer.py: the same
+layers, SGD with momentum 0.9, lr 0.01) train on the same synthetic data held in memory (the
+model's natural shape; at most --data-mb of pixels), the same batch per rank, warm-up and timed
+steps, one thread per rank (OMP_NUM_THREADS=1), and evaluate the same number of images at the
+end (untimed; it counts towards peak RSS on both sides). With --np N also ringtrain under
+`mpirun -np N --bind-to none` against DDP over gloo with N processes on this host. bf16:
+ringtrain --precision bf16 against PyTorch under torch.autocast("cpu", dtype=torch.bfloat16).
+The sides run interleaved in every round (ABBA); ratios are paired within each round:
+medians [min-max]. ringtrain's images/s: rank 0's step records after the warm-up.
+Without the peer (Debian's python3-torch, see --install-peer) ringtrain's figures alone.
+
+  bench.py train --models logreg,lenet5,mlp,vgg11                 # np 1, 1 thread
+  bench.py train --models lenet5,mlp,vgg11 --np 2                 # and np 2 against DDP (gloo)
+  bench.py train --models lenet5,mlp --precision fp32,bf16        # bf16 compute (AVX512-BF16 CPUs)
+"""
+import math
+import os
+import tempfile
+
+from benchlib import peer, plot, ringtrain
+from benchlib.cluster import host_launch
+from benchlib.proc import check, last_json, load
+from benchlib.rounds import add_options, cell, flat, interleave, paired, values
+from benchlib.table import Table, conditions, emit
+from benchlib.torch_peer import NATURAL_SHAPE, describe
+
+# Per-rank batch and timed steps per model: a few seconds of work each at one thread.
+BATCH = {"logreg": 64, "lenet5": 64, "mlp": 32, "vgg11": 32, "svhn-cnn": 64, "alexnet": 32}
+STEPS = {"logreg": 600, "lenet5": 200, "mlp": 150, "vgg11": 20, "svhn-cnn": 200, "alexnet": 20}
+WARMUP = {"logreg": 20, "lenet5": 10, "mlp": 10, "vgg11": 3, "svhn-cnn": 10, "alexnet": 3}
+
+
+def add_arguments(p, models="logreg,mlp,lenet5"):
+    p.add_argument("--models", default=models, help="from " + ",".join(sorted(NATURAL_SHAPE)))
+    p.add_argument("--batch", default="", help="per-rank batch overrides, e.g. mlp=64,vgg11=16")
+    p.add_argument("--steps", type=int, help="timed steps of every model (default per model)")
+    p.add_argument("--warmup", type=int, help="untimed steps first (default per model)")
+    p.add_argument("--precision", default="fp32", help="fp32 and/or bf16, comma-separated")
+    p.add_argument("--data-mb", type=float, default=32.0, help="cap on the synthetic set's pixels (MB)")
+    p.add_argument("--bin", default=ringtrain.default_bin())
+    add_options(p)
+    peer.add_options(p)
+    if models.startswith("logreg"):
+        p.add_argument("--np", type=int, default=1, help="with N > 1 also np N against DDP")
+
+
+def works(args):
+    """{"model precision": Work} of the options; a usage error names a bad model or precision."""
+    models, precisions = [m for m in args.models.split(",") if m], [x for x in args.precision.split(",") if x]
+    bad = [m for m in models if m not in NATURAL_SHAPE] + [x for x in precisions if x not in ("fp32", "bf16")]
+    if bad or args.np < 1 or args.rounds < 1:
+        args.parser.error(f"unknown model or precision {bad}" if bad else "--np and --rounds must be >= 1")
+    batches = {k: int(v) for k, _, v in (x.partition("=") for x in args.batch.split(",") if x)}
+    return {f"{m} {x}": Work(args, m, x, batches) for x in precisions for m in models}
+
+
+class Work:
+    """One model and precision, the same for both frameworks and every rank count."""
+
+    def __init__(self, args, model, precision, batches):
+        self.model, self.precision = model, precision
+        self.shape = NATURAL_SHAPE[model]
+        self.batch = batches.get(model, BATCH.get(model, 32))
+        self.steps, self.warmup = args.steps or STEPS.get(model, 100), args.warmup or WARMUP.get(model, 5)
+        image_bytes = 4 * math.prod(self.shape)
+        global_batch = self.batch * args.np
+        cap = max(1, int(args.data_mb * 2**20 / image_bytes) // global_batch)
+        self.n_train = global_batch * min(self.warmup + self.steps, cap)
+        self.n_test = global_batch
+
+    def ringtrain_argv(self, binary, np_, run_dir, extra=()):
+        epochs = -(-(self.warmup + self.steps) // (self.n_train // (self.batch * np_)))
+        return ringtrain.train_argv(binary, self.model, self.steps, self.warmup, self.batch, run_dir,
+                                    "x".join(map(str, self.shape)), self.n_train,
+                                    ["--precision", self.precision, "--epochs", str(epochs),
+                                     "--eval-batch-size", str(self.batch), *extra], self.n_test)
+
+    def peer_argv(self, extra=()):
+        return [peer.PYTHON, peer.WORKER, "--model", self.model, "--batch-size", str(self.batch), "--steps",
+                str(self.steps), "--warmup", str(self.warmup), "--synthetic-train", str(self.n_train), "--final-eval",
+                str(self.n_test), "--autocast", "bf16" if self.precision == "bf16" else "none", *extra]
+
+
+def run(args):
+    work = works(args)
+    nps = [1] if args.np == 1 else [1, args.np]
+    frameworks = ["ringtrain"] + (["pytorch"] if peer.ready(args) else [])
+    sides = [f"{f} np{n}" for n in nps for f in frameworks]
+    load_before = load()
+
+    def measure(item, side, rnd):
+        w, (framework, np_) = work[item], side.split(" np")
+        np_ = int(np_)
+        if framework == "pytorch":
+            cmd = w.peer_argv(["--ddp", "--nproc", str(np_)] if np_ > 1 else [])
+            return last_json(check(cmd, {"OMP_NUM_THREADS": "1"}, args.timeout))
+        run_dir = os.path.join(work_dir, f"{item.replace(' ', '-')}-np{np_}-r{rnd}")
+        argv = w.ringtrain_argv(args.bin, np_, run_dir)
+        mpirun = "--bind-to none" + (" --oversubscribe" if np_ > (os.cpu_count() or 1) else "")
+        return ringtrain.timed_run(host_launch(np_, argv, 1, mpirun), run_dir, w.warmup, w.batch,
+                                   timeout=args.timeout)
+
+    with tempfile.TemporaryDirectory(prefix="bench-train-") as work_dir:  # the runs' directories go with it
+        results = interleave(args.rounds, list(work), sides, measure)
+    text = [conditions(f"one host, one thread per rank, {args.rounds} interleaved rounds, medians [min-max]; "
+                       f"ratios paired within each round; {args.bin}", load_before), ""]
+    ratio_plot = ([], [])
+    for np_ in nps:
+        t = Table("model", "precision", "batch/rank", "steps", "train MFLOP/img", "ringtrain img/s", "PyTorch img/s",
+                  "ringtrain / PyTorch", "ringtrain RSS MB", "PyTorch RSS MB", "RSS ratio",
+                  *(["scaling eff. ringtrain / PyTorch"] if np_ > 1 else []), "img/s / fp32 ringtrain; PyTorch")
+        for item, w in work.items():
+            rt, pt = results[(item, f"ringtrain np{np_}")], results.get((item, f"pytorch np{np_}"), [])
+            eff = [cell([b["images_per_s"] / (np_ * a["images_per_s"]) for a, b in
+                         zip(results.get((item, f"{f} np1"), []), results.get((item, f"{f} np{np_}"), []))], 2)
+                   for f in ("ringtrain", "pytorch")]
+            fp32 = f"{w.model} fp32"
+            vs32 = "" if w.precision == "fp32" or fp32 not in work else "; ".join(
+                cell(paired(results.get((item, f"{f} np{np_}"), []), results.get((fp32, f"{f} np{np_}"), []),
+                            "images_per_s"), 2) for f in frameworks)
+            ratio = paired(rt, pt, "images_per_s")
+            ratio_plot[0].append(f"{item} np{np_}")
+            ratio_plot[1].append(ratio)
+            t.add(w.model, w.precision, w.batch, w.steps, f"{describe(w.model, w.shape)['train_flops_per_image'] / 1e6:.2f}",
+                  cell(values(rt, "images_per_s"), 0), cell(values(pt, "images_per_s"), 0), cell(ratio, 2),
+                  cell(values(rt, "peak_rss_mb"), 0), cell(values(pt, "peak_rss_mb"), 0),
+                  cell(paired(rt, pt, "peak_rss_mb"), 2), *([" / ".join(eff)] if np_ > 1 else []), vs32)
+        text += ["## " + ("one process" if np_ == 1 else f"np {np_}: ringtrain under mpirun against DDP (gloo), "
+                          "global images/s"), "", t.markdown(), ""]
+    if args.plot:
+        plot.ratios(args.plot, "ringtrain / PyTorch, images/s", *ratio_plot, "ratio")
+    emit(args, "\n".join(text), flat(results))
+    return 0
