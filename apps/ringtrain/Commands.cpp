@@ -39,7 +39,7 @@ void Commands::add_local(CLI::App& app) {
   models_->add_option("--input", models_shape_, "Input shape CxHxW (default: each model's usual dataset shape)");
   models_->add_option("--classes", models_classes_, "Number of classes")
       ->capture_default_str()
-      ->check(CLI::Range(2, 1 << 24));
+      ->check(at_least(2));
   models_->add_option("--model", models_name_, "Only this model (an input it cannot take is then an error)")
       ->check(CLI::IsMember([] {
         std::vector<std::string> names;
