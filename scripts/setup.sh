@@ -13,6 +13,8 @@ packages=(
   libdeflate-dev
   # ringtrain export: ONNX's protobuf classes and the protobuf library they use.
   libonnx-dev libprotobuf-dev
+  # Image folders: JPEG (libjpeg-turbo's libjpeg API) and PNG decoding.
+  libjpeg62-turbo-dev libspng-dev
   dataset-fashion-mnist
   python3 python3-matplotlib procps
   # Tests only: decoding TensorBoard event files with the real protobuf library and

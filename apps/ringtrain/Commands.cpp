@@ -9,7 +9,9 @@
 
 #include "FlagRange.h"
 #include "FlagText.h"
+#include "datasets/BatchLoader.h"
 #include "datasets/DatasetReport.h"
+#include "datasets/FolderReport.h"
 #include "export/OnnxExport.h"
 #include "nn/Model.h"
 #include "run/Evaluate.h"
@@ -49,6 +51,14 @@ void Commands::add_local(CLI::App& app) {
 
   datasets_ = app.add_subcommand("datasets", "Describe a dataset: counts, shape, class histogram, mean/std");
   datasets_options_.add(*datasets_, datasets_data_);
+  datasets_->add_flag("--time", datasets_time_,
+                      "Folder: decode and augment one training epoch as training would, and print images/s");
+  datasets_->add_flag("--augment", datasets_data_.augment, "As train's --augment (for --time)");
+  datasets_->add_option("--loader-threads", datasets_loader_threads_, "--time: loader threads (default: cores - 1)")
+      ->check(at_least(1));
+  datasets_->add_option("--batch-size", datasets_batch_, "--time: batch size")->capture_default_str()->check(at_least(1));
+  datasets_->add_option("--seed", datasets_seed_, "--time: the seed of the epoch's order and augmentation")
+      ->capture_default_str();
 
   inspect_ = app.add_subcommand("inspect", "Validate a checkpoint and print its header");
   inspect_->add_option("checkpoint", inspect_path_, "Checkpoint file")->required();
@@ -70,6 +80,24 @@ bool Commands::needs_mpi() const { return train_.parsed() || eval_->parsed(); }
 void Commands::apply_config_file() { train_.apply_config_file(); }
 
 bool Commands::stops_on_signal() const { return train_.parsed(); }
+
+int Commands::run_datasets() {
+  const DatasetConfig config = datasets_options_.resolve();
+  if (config.name != "folder") {
+    if (datasets_time_) throw std::invalid_argument("--time: only --dataset folder decodes its images");
+    fmt::print("{}", format_dataset_report(describe_dataset(config.name, load_dataset(config))));
+    return 0;
+  }
+  const DatasetSplits splits = load_dataset(config);
+  fmt::print("{}", describe_folder(splits));
+  if (datasets_time_) {
+    const int threads = datasets_loader_threads_ > 0 ? datasets_loader_threads_ : default_loader_threads(1);
+    const FolderTiming t = time_folder_epoch(*splits.train, datasets_seed_, threads, datasets_batch_);
+    fmt::print("one epoch: {} images decoded and augmented in {:.2f} s on {} loader thread(s): {:.0f} images/s\n", t.images,
+               t.seconds, t.threads, t.seconds > 0 ? static_cast<double>(t.images) / t.seconds : 0.0);
+  }
+  return 0;
+}
 
 // The zoo at each model's usual shape or --input, --classes outputs.
 int Commands::list_models() const {
@@ -99,11 +127,7 @@ int Commands::list_models() const {
 
 int Commands::run_local() {
   if (models_->parsed()) return list_models();
-  if (datasets_->parsed()) {
-    const DatasetConfig config = datasets_options_.resolve();
-    fmt::print("{}", format_dataset_report(describe_dataset(config.name, load_dataset(config))));
-    return 0;
-  }
+  if (datasets_->parsed()) return run_datasets();
   if (inspect_->parsed()) {
     fmt::print("{}\n", describe_checkpoint(inspect_path_).dump(2));
     return 0;

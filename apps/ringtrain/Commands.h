@@ -47,6 +47,11 @@ class Commands {
   int models_classes_ = 10;
   DatasetConfig datasets_data_;
   DataOptions datasets_options_;
+  bool datasets_time_ = false;
+  int datasets_loader_threads_ = 0;
+  int datasets_batch_ = 64;
+  std::uint64_t datasets_seed_ = 42;
+  int run_datasets();
   std::string inspect_path_;
   std::string trace_dir_;
   std::string trace_out_;

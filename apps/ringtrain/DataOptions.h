@@ -1,5 +1,6 @@
 // The dataset flags every data-reading subcommand shares (--dataset, --data-dir, --synthetic-*,
-// --mean/--std, --no-normalize), bound into a DatasetConfig, and their reading after parsing.
+// --mean/--std, --no-normalize, the folder's --crop and friends), bound into a DatasetConfig, and
+// their reading after parsing.
 #pragma once
 
 #include <string>
@@ -29,6 +30,13 @@ class DataOptions {
   // --mean / --std text (comma-separated, parsed in resolve).
   std::string mean_text_;
   std::string std_text_;
+  // Folder images: --crop, --crop-scale, --crop-ratio text; --bad-images.
+  std::string crop_text_;
+  std::string crop_scale_text_;
+  std::string crop_ratio_text_;
+  std::string bad_images_ = "error";
+
+  void add_folder_options(CLI::App& sub, DatasetConfig& data);
 };
 
 }  // namespace ringtrain

@@ -72,6 +72,11 @@ void TrainCommand::add_model_options(CLI::App& t) {
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16"}));
   t.add_option("--seed", c.seed, "Seed of initialisation, shuffling, augmentation, dropout")->capture_default_str();
+  t.add_option("--loader-threads", c.loader_threads,
+               "Threads per rank decoding and augmenting batches ahead of the step (default: for --dataset folder the "
+               "cores this node's ranks leave free, at least 1; otherwise 0, batches copied inline)")
+      ->check(at_least(0));
+  t.add_option("--prefetch", c.prefetch, "Batches the loader threads keep ready")->capture_default_str()->check(from_to(1, 64));
 }
 
 void TrainCommand::add_optimisation_options(CLI::App& t) {

@@ -181,7 +181,9 @@ void AsyncTrainer::State::start_roles() {
                 server->params().begin());
   } else {
     worker = std::make_unique<AsyncWorker>(*channel, *layout, config.max_staleness, *model_, *data.train,
-                                           config.batch_size, config.seed, config.data.augment, config.straggler_ms);
+                                           config.batch_size, config.seed,
+                                           config.data.augment || config.data.crop.size > 0,  // a crop augments
+                                           config.straggler_ms);
   }
 }
 

@@ -181,6 +181,13 @@ DatasetConfig dataset_config_of(const Json& meta) {
   if (const Json* sd = c.find("std")) {
     for (const Json& v : sd->as_array()) d.norm_std.push_back(static_cast<float>(v.as_double()));
   }
+  if (const Json* crop = c.find("crop")) {  // --dataset folder: what evaluation needs to see the same images
+    d.crop.size = static_cast<int>(crop->as_int());
+    d.channels = static_cast<int>(c.at("channels").as_int());
+    d.max_pixels = static_cast<std::uint64_t>(c.at("max_pixels").as_int());
+    d.val_fraction = c.at("val_fraction").as_double();
+    d.skip_bad_images = c.at("bad_images").as_string() == "skip";
+  }
   if (const Json* s = c.find("synthetic_shape")) {
     int ch = 0, h = 0, w = 0;
     if (std::sscanf(s->as_string().c_str(), "%dx%dx%d", &ch, &h, &w) == 3) d.synthetic_shape = {ch, h, w};

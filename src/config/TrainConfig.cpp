@@ -70,6 +70,11 @@ void TrainConfig::validate() const {
                       allreduce));
   require(eval_every >= 0, fmt::format("--eval-every must be >= 0 (got {})", eval_every));
   require(log_every >= 1, fmt::format("--log-every must be >= 1 (got {})", log_every));
+  require(loader_threads >= -1, fmt::format("--loader-threads must be >= 0 (got {})", loader_threads));
+  require(prefetch >= 1, fmt::format("--prefetch must be >= 1 (got {})", prefetch));
+  require(!(data.augment && data.crop.size > 0),
+          "--augment (pad-4 crop and flip) and --crop random-resized:SIZE are two augmentations: give one");
+  require(data.crop.size == 0 || data.name == "folder", "--crop applies to --dataset folder only");
   require(progress == "auto" || progress == "bar" || progress == "plain",
           fmt::format("--progress must be auto, bar or plain (got '{}')", progress));
   require(checkpoint_every >= 0, fmt::format("--checkpoint-every must be >= 0 (got {})", checkpoint_every));
@@ -106,10 +111,25 @@ void TrainConfig::check_batch_memory(const ImageShape& sample) const {
   need(eval_batch_size, "--eval-batch-size", "the evaluation batch");
 }
 
+// --dataset folder's settings: what evaluation from a checkpoint needs to see the same images.
+void TrainConfig::set_folder_json(Json& j) const {
+  j.set("crop", data.crop.size);
+  j.set("crop_scale", Json(Json::Array{Json(data.crop.scale_min), Json(data.crop.scale_max)}));
+  j.set("crop_ratio", Json(Json::Array{Json(data.crop.ratio_min), Json(data.crop.ratio_max)}));
+  j.set("flip", data.crop.flip);
+  j.set("channels", data.channels);
+  j.set("max_pixels", static_cast<std::int64_t>(data.max_pixels));
+  j.set("val_fraction", data.val_fraction);
+  j.set("bad_images", data.skip_bad_images ? "skip" : "error");
+  j.set("loader_threads", loader_threads);
+  j.set("prefetch", prefetch);
+}
+
 Json TrainConfig::to_json() const {
   Json j = Json::object();
   j.set("model", model);
   set_data_fields(j, data);
+  if (data.name == "folder") set_folder_json(j);
   j.set("epochs", epochs);
   j.set("max_steps", max_steps);
   j.set("target_accuracy", target_accuracy);
@@ -172,7 +192,8 @@ std::string TrainConfig::fingerprint_text() const {
   for (const auto& [key, value] : j.as_object()) {
     // Overlap changes when buckets travel, not which or in what order: ranks may differ.
     // The tuning file's path too: its contents are compared across ranks where it is read.
-    if (key == "data_dir" || key == "snapshot_dir" || key == "tuning" || key == "resume" || key == "log_every" || key == "overlap" || key == "tensorboard") {
+    if (key == "data_dir" || key == "snapshot_dir" || key == "tuning" || key == "resume" || key == "log_every" || key == "overlap" || key == "tensorboard" ||
+        key == "loader_threads" || key == "prefetch") {  // loader threads never change a bit
       continue;
     }
     kept.set(key, value);

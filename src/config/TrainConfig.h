@@ -62,6 +62,10 @@ struct TrainConfig {
   // OpenMP threads per rank; 0: OMP_NUM_THREADS if set, else the node's cores / its ranks.
   int threads = 0;
   double straggler_ms = 0.0;         // the last rank sleeps this long per step (a straggler), either mode
+  // Loader threads per rank (BatchLoader); -1: for --dataset folder the cores this node's
+  // ranks leave free (at least 1), for the in-memory sets 0 (each batch copied inline).
+  int loader_threads = -1;
+  int prefetch = 3;                  // batches the loader threads keep ready
 
   // Evaluation and logging.
   int eval_every = 1;                // epochs
@@ -98,6 +102,9 @@ struct TrainConfig {
 
   // What must agree across ranks, as one canonical string (the fingerprint's input).
   std::string fingerprint_text() const;
+
+ private:
+  void set_folder_json(Json& j) const;
 };
 
 }  // namespace ringtrain

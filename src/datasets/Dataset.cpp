@@ -8,6 +8,7 @@
 
 #include "datasets/Cifar10Reader.h"
 #include "datasets/DataNotFound.h"
+#include "datasets/FolderLoader.h"
 #include "datasets/IdxReader.h"
 #include "datasets/ImageDataset.h"
 #include "datasets/SvhnReader.h"
@@ -66,9 +67,13 @@ DatasetSplits read_splits(const DatasetConfig& config) {
 
 }  // namespace
 
-std::vector<std::string> dataset_names() { return {"fashion-mnist", "mnist", "cifar10", "svhn", "synthetic"}; }
+std::vector<std::string> dataset_names() { return {"fashion-mnist", "mnist", "cifar10", "svhn", "synthetic", "folder"}; }
 
 DatasetSplits load_dataset(const DatasetConfig& config) {
+  // Image folders decode on demand: their normalisation and augmentation are their own.
+  if (config.name == "folder") return load_folder_dataset(config);
+  if (config.crop.size > 0)
+    throw std::invalid_argument(fmt::format("--crop: only --dataset folder has images to crop (got '{}')", config.name));
   DatasetSplits splits;
   try {
     splits = read_splits(config);
@@ -100,15 +105,11 @@ void load_batch(const Dataset& dataset, std::span<const std::size_t> indices, fl
                 std::uint64_t augment_key) {
   const std::size_t numel = dataset.shape().numel();
   const std::size_t size = dataset.size();
-  const auto* image = dynamic_cast<const ImageDataset*>(&dataset);
   for (std::size_t k = 0; k < indices.size(); ++k) {
     const std::size_t i = indices[k];
     if (i >= size) throw std::out_of_range(fmt::format("load_batch: index {} out of range (dataset size {})", i, size));
     float* out = dst + k * numel;
-    if (image != nullptr)
-      image->get_augmented(i, out, augment_key);
-    else
-      dataset.get(i, out);  // other Dataset implementations: no augmentation
+    dataset.get_augmented(i, out, augment_key);
     labels[k] = dataset.label(i);
   }
 }

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "common/ImageShape.h"
+#include "images/CropBox.h"
+#include "images/DecodedImage.h"
 
 namespace ringtrain {
 
@@ -23,12 +25,22 @@ class Dataset {
   virtual int label(std::size_t i) const = 0;
   // Writes sample i, normalised, as float (C, H, W) to dst (shape().numel() floats).
   virtual void get(std::size_t i, float* dst) const = 0;
+  // Sample i as training sees it: augmented as drawn from (augment_key, i) alone, so any
+  // thread may produce any sample with the same bits. get() when augment_key is 0 or the
+  // dataset does not augment. Must be safe to call from several threads at once.
+  virtual void get_augmented(std::size_t i, float* dst, std::uint64_t augment_key) const {
+    (void)augment_key;
+    get(i, dst);
+  }
+  // Samples that could not be read and were skipped (--bad-images skip), "path: error";
+  // empty for the in-memory formats, which fail when they load.
+  virtual std::vector<std::string> bad_images() const { return {}; }
   // Human-readable class names (may be "0".."K-1" when the format has none).
   virtual std::vector<std::string> class_names() const = 0;
 };
 
 struct DatasetConfig {
-  std::string name = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | svhn | synthetic
+  std::string name = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | svhn | synthetic | folder
   std::string data_dir;                // empty: the dataset's default directory
   bool augment = false;                // random crop (pad 4) + horizontal flip, train only
   std::uint64_t seed = 0;
@@ -38,6 +50,12 @@ struct DatasetConfig {
   std::vector<float> norm_mean;
   std::vector<float> norm_std;
   bool normalize = true;  // false: x/255 only
+  // folder only (ImageFolder: DIR/train/<class>/..., DIR/val/<class>/...)
+  CropConfig crop;                               // crop.size 0: images used as they are (one size)
+  int channels = 0;                              // 1 or 3; 0: 1 when every training image is gray
+  std::uint64_t max_pixels = kDefaultMaxPixels;  // larger headers are refused
+  double val_fraction = 0.0;                     // > 0: split one tree (no train/ and val/)
+  bool skip_bad_images = false;                  // --bad-images skip: count and list, do not stop
   // synthetic only
   ImageShape synthetic_shape{1, 28, 28};
   int synthetic_classes = 10;

@@ -38,7 +38,7 @@ class ImageDataset final : public Dataset {
 
   // Sample i with the crop/flip derived from (augment_key, i); identical to get() when
   // augmentation is off or augment_key == 0.
-  void get_augmented(std::size_t i, float* dst, std::uint64_t augment_key) const;
+  void get_augmented(std::size_t i, float* dst, std::uint64_t augment_key) const override;
 
   // Normalisation (x/255 - mean[c]) / std[c]; mean/std hold one value per channel or one
   // for all. A zero std is treated as 1 (constant channel). Throws std::invalid_argument.

@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "common/MemoryBudget.h"
+#include "datasets/BatchLoader.h"
 #include "datasets/DistributedSampler.h"
 #include "nn/Model.h"
 #include "checkpoint/Checkpoint.h"
@@ -17,24 +20,46 @@
 
 namespace ringtrain {
 
-EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test, int batch_size) {
+EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test, int batch_size, int loader_threads) {
   DistributedSampler sampler(test.size(), comm.rank(), comm.size(), 0, DistributedSampler::Mode::kEval);
   sampler.set_epoch(0);
   const auto batch = static_cast<std::size_t>(std::max(batch_size, 1));
   std::vector<float> src(batch * test.shape().numel());
   std::vector<std::int32_t> labels(batch);
+  std::unique_ptr<BatchLoader> loader;
+  if (loader_threads > 0) loader = std::make_unique<BatchLoader>(test, loader_threads, 3);
   // Shards differ by at most one sample, so ranks may run different batch counts: no
-  // collective inside the loop, one sum at the end.
-  double sums[3] = {0.0, 0.0, 0.0};  // loss sum, correct, count
-  for (std::size_t s = 0; s < sampler.steps(batch); ++s) {
-    const auto idx = sampler.batch(s, batch);
-    load_batch(test, idx, src.data(), labels.data(), 0);
-    const LossResult r = model.forward(src.data(), labels.data(), static_cast<int>(idx.size()), Phase::kEval);
-    sums[0] += r.loss_sum;
-    sums[1] += static_cast<double>(r.correct);
-    sums[2] += static_cast<double>(r.count);
+  // collective inside the loop, one sum at the end. A batch that cannot be read (a bad
+  // image) is counted there too, so every rank throws rather than one leaving the others.
+  double sums[4] = {0.0, 0.0, 0.0, 0.0};  // loss sum, correct, count, failed ranks
+  std::string error;
+  try {
+    const std::size_t steps = sampler.steps(batch);
+    std::size_t next = 0;
+    for (std::size_t s = 0; s < steps; ++s) {
+      const auto idx = sampler.batch(s, batch);
+      if (loader) {
+        for (; next < steps; ++next) {
+          const auto ahead = sampler.batch(next, batch);
+          if (!loader->request({{0, next}, {ahead.begin(), ahead.end()}, 0})) break;
+        }
+        loader->take(src, labels);
+      } else {
+        load_batch(test, idx, src.data(), labels.data(), 0);
+      }
+      const LossResult r = model.forward(src.data(), labels.data(), static_cast<int>(idx.size()), Phase::kEval);
+      sums[0] += r.loss_sum;
+      sums[1] += static_cast<double>(r.correct);
+      sums[2] += static_cast<double>(r.count);
+    }
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+    sums[3] = 1.0;
   }
   comm.allreduce_sum(sums);
+  if (sums[3] > 0.0)
+    throw CollectiveError(error.empty() ? "evaluation: another rank could not load its batch (its error names the file)"
+                                        : error);
   EvalResult result;
   result.loss = sums[0] / std::max(sums[2], 1.0);
   result.accuracy = sums[1] / std::max(sums[2], 1.0);
@@ -63,7 +88,9 @@ EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& 
   std::copy(ck.params.begin(), ck.params.end(), model.params().begin());
   std::copy(ck.buffers.begin(), ck.buffers.end(), model.buffers().begin());
 
-  EvalResult result = evaluate_model(comm, model, *splits.test, batch_size);
+  // Image folders decode as they go: on the cores this node's ranks leave free.
+  const int threads = config.name == "folder" ? default_loader_threads(comm.ranks_on_node()) : 0;
+  EvalResult result = evaluate_model(comm, model, *splits.test, batch_size, threads);
   result.model = model.name();
   return result;
 }

@@ -23,8 +23,10 @@ struct EvalResult {
 
 // Evaluates model on every sample of `test` exactly once across the ranks (each rank a
 // disjoint shard; sums all-reduced), so the result is identical on every rank and equal to
-// a single process's up to summation order.
-EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test, int batch_size);
+// a single process's up to summation order. loader_threads > 0: batches are made ahead on
+// that many threads (BatchLoader), with the same bits. A batch that cannot be read throws
+// CollectiveError on every rank.
+EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test, int batch_size, int loader_threads = 0);
 
 // Builds the checkpoint's model, loads it (rank 0 reads, broadcast) and evaluates it on the
 // test split of `data` (each rank a disjoint shard; the sums are exact). Throws

@@ -65,6 +65,10 @@ class TrainingRun {
   };
   virtual LoopCheckpoint checkpoint_data() = 0;
 
+  // --loader-threads resolved (TrainConfig::loader_threads): the threads each rank's
+  // BatchLoader runs, 0 for none.
+  int loader_threads() const;
+
   // ---- Set-up, in this order.
   // Rank, world, hosts and the OpenMP threads per rank (set_threads); call before anything else.
   void identify();

@@ -90,7 +90,7 @@ double TrainingRun::checkpoint_now() {
 double TrainingRun::evaluate_now(std::int64_t global_step) {
   const auto t0 = Clock::now();
   gather_model();
-  const EvalResult r = evaluate_model(comm, *model_, *data.test, config.eval_batch_size);
+  const EvalResult r = evaluate_model(comm, *model_, *data.test, config.eval_batch_size, loader_threads());
   last_test_loss = r.loss;
   last_test_accuracy = r.accuracy;
   last_eval_step = global_step;

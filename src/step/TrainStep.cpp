@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -55,6 +56,51 @@ TrainStep::TrainStep(Model& model, const Dataset& train, TrainStepConfig config,
   src_.resize(batch * train.shape().numel());
   labels_.resize(batch);
   if (config_.accumulate > 1) accumulated_.resize(model.num_params());
+  if (config_.loader_threads > 0) loader_ = std::make_unique<BatchLoader>(train, config_.loader_threads, config_.prefetch);
+}
+
+std::size_t TrainStep::fetch(std::uint64_t epoch, std::size_t number, std::uint64_t augment_key, bool ahead) {
+  const auto batch = static_cast<std::size_t>(config_.batch_size);
+  if (!loader_) {
+    const auto idx = sampler_.batch(number, batch);
+    load_batch(train_, idx, src_.data(), labels_.data(), augment_key);
+    return idx.size();
+  }
+  // The epoch's batches in order: run() takes micro-batches step * k + micro, one after
+  // another. Anything else (a resume, a new epoch, --logical-shards' strided numbers)
+  // starts the queue again at `number`.
+  const auto parts = static_cast<std::size_t>(config_.logical_shards > 0 ? config_.logical_shards : config_.accumulate);
+  const std::size_t last = ahead ? static_cast<std::size_t>(steps_per_epoch_) * parts : number + 1;
+  auto top_up = [&] {
+    while (queue_next_ < last) {
+      const auto idx = sampler_.batch(queue_next_, batch);
+      if (!loader_->request({{epoch, queue_next_}, {idx.begin(), idx.end()}, augment_key})) break;
+      ++queue_next_;
+    }
+  };
+  BatchId front;
+  if (!loader_->front(front) || !(front == BatchId{epoch, number})) {
+    loader_->clear();
+    queue_next_ = number;
+  }
+  top_up();
+  loader_->take(src_, labels_);
+  top_up();
+  return labels_.size();
+}
+
+void TrainStep::throw_if_data_failure(const StepTotals& sum, const LoopPosition& at) {
+  if (sum.stop < kDataFailureStop) return;
+  if (data_error_) {
+    std::exception_ptr e = std::exchange(data_error_, nullptr);
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& error) {
+      throw CollectiveError(error.what());
+    }
+  }
+  throw CollectiveError(fmt::format("another rank could not load its batch of step {} (its error names the file)",
+                                    at.global_step + 1));
 }
 
 std::uint64_t TrainStep::augment_key(const LoopPosition& at) const {
@@ -68,7 +114,6 @@ PhaseTimes TrainStep::compute_gradients(const LoopPosition& at, StepTotals& loca
     sampler_.set_epoch(static_cast<std::uint64_t>(at.epoch));
   }
   const int k = config_.accumulate;
-  const auto batch = static_cast<std::size_t>(config_.batch_size);
   const std::uint64_t augment = augment_key(at);
   const auto grads = model_.grads();
   const float inv = 1.0f / static_cast<float>(k);
@@ -83,13 +128,23 @@ PhaseTimes TrainStep::compute_gradients(const LoopPosition& at, StepTotals& loca
     }
     const bool last = micro + 1 == k;
     const auto t0 = Clock::now();
-    const auto idx = sampler_.batch(static_cast<std::size_t>(at.step_in_epoch * k + micro), batch);
-    load_batch(train_, idx, src_.data(), labels_.data(), augment);
+    std::size_t n = 0;
+    try {
+      n = fetch(static_cast<std::uint64_t>(at.epoch), static_cast<std::size_t>(at.step_in_epoch * k + micro), augment, true);
+    } catch (const std::runtime_error&) {
+      // A bad image: the other ranks hear of it at the agreement (kDataFailureStop), where
+      // every rank throws; an asynchronous worker, with no agreement, throws now.
+      if (!config_.stop_cuts_step || !hooks.after_forward) throw;
+      data_error_ = std::current_exception();
+      local.stop = kDataFailureStop;
+      hooks.after_forward(local);
+      return t;
+    }
     const auto t1 = Clock::now();
     const std::uint64_t noise = derive_seed(
         config_.seed, {static_cast<std::uint64_t>(RngPurpose::kDropout), static_cast<std::uint64_t>(at.global_step),
                        static_cast<std::uint64_t>(rank_), static_cast<std::uint64_t>(micro)});
-    const LossResult r = model_.forward(src_.data(), labels_.data(), static_cast<int>(idx.size()), Phase::kTrain, noise);
+    const LossResult r = model_.forward(src_.data(), labels_.data(), static_cast<int>(n), Phase::kTrain, noise);
     const auto t2 = Clock::now();
     local.loss_sum += r.loss_sum;
     local.correct += static_cast<double>(r.correct);
@@ -170,6 +225,7 @@ StepResult TrainStep::run(const LoopPosition& at, double lr, GradientSync& sync)
   result.comm_slices = std::move(s.slices);
 
   const StepTotals& sum = result.totals;
+  throw_if_data_failure(sum, at);
   if (sum.stop > 0.0) {
     result.applied = false;
     return result;
@@ -190,7 +246,6 @@ PhaseTimes TrainStep::compute_shards(const LoopPosition& at, StepTotals& local, 
     sampler_.set_epoch(static_cast<std::uint64_t>(at.epoch));
   }
   const auto shards = static_cast<std::size_t>(config_.logical_shards);
-  const auto batch = static_cast<std::size_t>(config_.batch_size);
   const std::uint64_t augment = augment_key(at);
   const auto buffers = model_.buffers();
   step_buffers_.assign(buffers.begin(), buffers.end());
@@ -203,8 +258,15 @@ PhaseTimes TrainStep::compute_shards(const LoopPosition& at, StepTotals& local, 
     }
     const auto shard = static_cast<std::size_t>(sum.first_shard() + i);
     const auto t0 = Clock::now();
-    const auto idx = sampler_.batch(static_cast<std::size_t>(at.step_in_epoch) * shards + shard, batch);
-    load_batch(train_, idx, src_.data(), labels_.data(), augment);
+    std::size_t n = 0;
+    try {
+      n = fetch(static_cast<std::uint64_t>(at.epoch), static_cast<std::size_t>(at.step_in_epoch) * shards + shard, augment,
+                false);
+    } catch (const std::runtime_error&) {
+      data_error_ = std::current_exception();  // thrown on every rank after the agreement
+      local.stop = kDataFailureStop;
+      return t;
+    }
     const auto t1 = Clock::now();
     // Each shard's batch statistics update the running ones from where the step began, as if
     // it were alone; ExactShardSum averages the S results in shard order.
@@ -212,7 +274,7 @@ PhaseTimes TrainStep::compute_shards(const LoopPosition& at, StepTotals& local, 
     const std::uint64_t noise =
         derive_seed(config_.seed, {static_cast<std::uint64_t>(RngPurpose::kDropout),
                                    static_cast<std::uint64_t>(at.global_step), shards, shard});
-    const LossResult r = model_.forward(src_.data(), labels_.data(), static_cast<int>(idx.size()), Phase::kTrain, noise);
+    const LossResult r = model_.forward(src_.data(), labels_.data(), static_cast<int>(n), Phase::kTrain, noise);
     const auto t2 = Clock::now();
     local.loss_sum += r.loss_sum;
     local.correct += static_cast<double>(r.correct);
@@ -247,6 +309,7 @@ StepResult TrainStep::run_shards(const LoopPosition& at, double lr, ExactShardSu
   result.times.allreduce += agreement;
   result.times.exposed += agreement;
   const StepTotals& total = result.totals;
+  throw_if_data_failure(total, at);
   if (total.stop > 0.0) {
     std::copy(step_buffers_.begin(), step_buffers_.end(), model_.buffers().begin());  // the step is discarded
     result.applied = false;

@@ -6,10 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
+#include "datasets/BatchLoader.h"
 #include "datasets/Dataset.h"
 #include "datasets/DistributedSampler.h"
 #include "nn/Model.h"
@@ -36,7 +39,17 @@ struct TrainStepConfig {
   // --logical-shards S (0: off). batch_size is then one shard's batch; the sampler walks the
   // epoch's global permutation, and run_shards() replaces run().
   int logical_shards = 0;
+  // Loader threads (BatchLoader): 0 loads each batch inline when the step needs it; N > 0
+  // fills up to `prefetch` batches ahead on N threads. The bits are the same either way.
+  int loader_threads = 0;
+  int prefetch = 3;
 };
+
+// A rank whose batch could not be made (a bad image mid-epoch) adds this to the step's
+// agreed stop value, so every rank learns of it at the agreement it already holds, and all
+// throw together instead of leaving the others in a collective: signals add 1 each, so any
+// sum from this on is a data failure (exact in double for up to 2^21 failing ranks).
+inline constexpr double kDataFailureStop = 4294967296.0;
 
 struct StepResult {
   PhaseTimes times;
@@ -93,6 +106,10 @@ class TrainStep {
   using BeforeUpdate = std::function<Optimizer::UpdateObserver()>;
   void set_before_update(BeforeUpdate fn) { before_update_ = std::move(fn); }
 
+  // The loader threads' figures (zero without loader threads).
+  LoaderStats loader_stats() const { return loader_ ? loader_->stats() : LoaderStats{}; }
+  int loader_threads() const noexcept { return loader_ ? loader_->threads() : 0; }
+
  private:
   Model& model_;
   Optimizer* optimizer_;  // null: compute_gradients() only
@@ -106,6 +123,15 @@ class TrainStep {
   std::vector<float> accumulated_;   // accumulate > 1: the sum of the earlier micro-batches' gradients
   std::vector<float> step_buffers_;  // logical shards: the running statistics the step started with
   BeforeUpdate before_update_;
+  std::unique_ptr<BatchLoader> loader_;
+  std::size_t queue_next_ = 0;       // the next batch number of the epoch to ask the loader for
+  std::exception_ptr data_error_;    // this rank's failed batch, thrown after the agreement
+
+  // Batch `number` of epoch `epoch` into src_/labels_ (from the loader's queue when it
+  // holds it, which it then tops up while `ahead`); returns its sample count.
+  std::size_t fetch(std::uint64_t epoch, std::size_t number, std::uint64_t augment_key, bool ahead);
+  // After the agreement: a data failure on any rank throws on every rank.
+  void throw_if_data_failure(const StepTotals& sum, const LoopPosition& at);
 
   PhaseTimes compute_shards(const LoopPosition& at, StepTotals& local, ExactShardSum& sum);
   std::uint64_t augment_key(const LoopPosition& at) const;

@@ -60,6 +60,8 @@ TrainResult Trainer::State::train() {
     log->flush();
   }
   finish(pos.epoch, pos.global_step);
+  const LoaderStats loaders = step.loader_stats();
+  loader_row = {static_cast<double>(step.loader_threads()), loaders.busy_seconds, loaders.wall_seconds};
   if (snapshots) snapshots->finish();
   flush_steps();
   write_summary();
@@ -127,7 +129,11 @@ void Trainer::State::stop_inside_step(StepResult& r) {
 }
 
 TrainStep Trainer::State::make_step() {
-  TrainStepConfig step_config{config.batch_size, config.accumulate, config.seed, config.data.augment};
+  // A crop is the folder's augmentation: training draws it from the step's augment key.
+  TrainStepConfig step_config{config.batch_size, config.accumulate, config.seed,
+                              config.data.augment || config.data.crop.size > 0};
+  step_config.loader_threads = loader_threads();
+  step_config.prefetch = config.prefetch;
   step_config.logical_shards = config.logical_shards;
   if (rank == world - 1) step_config.straggler_ms = config.straggler_ms;  // the last rank, as in async mode
   TrainStep step(*model_, *optimizer, *data.train, step_config, rank, world);
@@ -161,9 +167,11 @@ std::string Trainer::State::batch_text() const {
 void Trainer::State::announce() {
   if (!root()) return;
   if (pos.global_step == 0) {
-    progress->note(fmt::format("ringtrain: {} on {} ({} train / {} test, {}), {}, {} params, all-reduce {}{}{}, {}",
+    progress->note(fmt::format("ringtrain: {} on {} ({} train / {} test, {}{}), {}, {} params, all-reduce {}{}{}, {}",
                                config.model, config.data.name, data.train->size(), data.test->size(),
-                               data.train->shape().str(), batch_text(), model_->num_params(),
+                               data.train->shape().str(),
+                               loader_threads() > 0 ? fmt::format(", {} loader thread(s)", loader_threads()) : "",
+                               batch_text(), model_->num_params(),
                                config.logical_shards > 0 ? "mpi (int64)" : config.allreduce,
                                config.logical_shards > 0 ? std::string() : plan_text(),
                                overlap ? " overlapped with backward" : "", placement()));

@@ -79,6 +79,8 @@ struct Trainer::State : TrainingRun {
 
   // The loop's parts (Trainer.cpp).
   TrainStep make_step();
+  // What the loader threads did (write_summary): their count, busy and capacity seconds.
+  std::vector<double> loader_row;
   void announce();
   std::string batch_text() const;  // "2 rank(s) x batch 64", for the start line
   // One step at pos; returns true when the run stops after it (a signal, --max-steps).

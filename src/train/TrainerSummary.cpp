@@ -2,6 +2,8 @@
 // step records (phases, traffic, the last step's communication) and resource records in
 // rank-<r>.jsonl, and summary.json's all-reduce fields.
 #include <algorithm>
+#include <set>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -77,6 +79,17 @@ void Trainer::State::write_summary() {
   // Each rank's own figures, gathered to every rank as fixed-size rows.
   const double images = static_cast<double>(result.steps) * (global_batch() / world);  // this rank's
   const std::vector<double> all = gather_rows(common_row(totals, comm.bytes_sent(), comm.bytes_received()));
+  if (loader_row.size() != 3) loader_row.assign(3, 0.0);
+  const std::vector<double> loaders = gather_rows(loader_row);
+  // --bad-images skip: each rank skipped what it met; every name once, sorted.
+  std::string mine;
+  for (const std::string& b : data.train->bad_images()) mine += b + '\n';
+  std::set<std::string> bad;
+  for (const std::string& text : comm.allgather(mine)) {
+    std::size_t start = 0;
+    for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+      bad.insert(text.substr(start, end - start));
+  }
   if (!root()) return;
   Json j = summary_head(images * world);
   j.set("global_batch_size", global_batch());
@@ -98,9 +111,20 @@ void Trainer::State::write_summary() {
     Json rj = common_rank_json(r, row, images);
     const double allreduce = row[4], exposed = row[5];
     rj.set("hidden_comm_share", allreduce > 0 ? 1.0 - exposed / allreduce : 0.0);
+    // The loader threads' share of their capacity spent making samples: near 1, they are
+    // what the step waits for (data_s); near 0, they idle.
+    const double* l = loaders.data() + 3 * static_cast<std::size_t>(r);
+    rj.set("loader_threads", static_cast<std::int64_t>(l[0]));
+    rj.set("loader_busy_share", l[2] > 0 ? l[1] / l[2] : 0.0);
     ranks.push(std::move(rj));
   }
   j.set("ranks", std::move(ranks));
+  if (config.data.skip_bad_images) {
+    Json list = Json::array();
+    for (const std::string& b : bad) list.push(b);
+    j.set("bad_images_skipped", static_cast<std::int64_t>(bad.size()));
+    j.set("bad_images", std::move(list));
+  }
   log->write_json("summary.json", j);
 }
 

@@ -1,12 +1,13 @@
 // Writes the fuzzers' seed corpora: small valid files of every format, built with the
 // tests' own format writers (test/datasets/dataset_test_util.h) and Checkpoint::serialize.
-// Usage: make_seeds <dir>  ->  <dir>/{idx,cifar,mat,checkpoint,json}/seed-*
+// Usage: make_seeds <dir>  ->  <dir>/{idx,cifar,mat,jpeg,png,checkpoint,json}/seed-*
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "datasets/dataset_test_util.h"
 #include "checkpoint/Checkpoint.h"
+#include "images/image_test_util.h"
 
 using namespace ringtrain;
 using namespace ringtrain::test;
@@ -19,6 +20,26 @@ void put(const std::filesystem::path& dir, const std::string& name, const Bytes&
 }
 
 Bytes text(const std::string& s) { return Bytes(s.begin(), s.end()); }
+
+Bytes bytes_of(const ImageBytes& b) { return Bytes(b.begin(), b.end()); }
+
+// Small images of every colour type the decoders expand (4x3 gray and RGB ramps).
+void write_image_seeds(const std::filesystem::path& dir) {
+  std::vector<std::uint8_t> ramp(4 * 3 * 4);
+  for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<std::uint8_t>(i * 5);
+  const std::vector<std::uint8_t> gray(ramp.begin(), ramp.begin() + 12), rgb(ramp.begin(), ramp.begin() + 36);
+  put(dir / "jpeg", "seed-gray.jpg", bytes_of(encode_jpeg(gray, 4, 3, JCS_GRAYSCALE)));
+  put(dir / "jpeg", "seed-rgb.jpg", bytes_of(encode_jpeg(rgb, 4, 3, JCS_RGB)));
+  put(dir / "jpeg", "seed-cmyk.jpg", bytes_of(encode_jpeg(ramp, 4, 3, JCS_CMYK)));
+  put(dir / "png", "seed-gray.png", bytes_of(encode_png(gray, 4, 3, SPNG_COLOR_TYPE_GRAYSCALE, 8)));
+  put(dir / "png", "seed-gray16.png", bytes_of(encode_png(std::vector<std::uint8_t>(ramp.begin(), ramp.begin() + 24), 4, 3,
+                                                          SPNG_COLOR_TYPE_GRAYSCALE, 16)));
+  put(dir / "png", "seed-palette.png",
+      bytes_of(encode_png({0, 1, 2, 1, 0, 1, 2, 1, 0, 0, 0, 2}, 4, 3, SPNG_COLOR_TYPE_INDEXED, 8, {255, 0, 0, 0, 255, 0, 0, 0, 255})));
+  put(dir / "png", "seed-rgb.png", bytes_of(encode_png(rgb, 4, 3, SPNG_COLOR_TYPE_TRUECOLOR, 8)));
+  put(dir / "png", "seed-rgba.png", bytes_of(encode_png(std::vector<std::uint8_t>(ramp.begin(), ramp.begin() + 48), 4, 3,
+                                                        SPNG_COLOR_TYPE_TRUECOLOR_ALPHA, 8)));
+}
 
 Json checkpoint_meta(int num_params) {
   Json config = Json::object();
@@ -108,6 +129,7 @@ int main(int argc, char** argv) {
            "{\"type\":\"resource\",\"t\":1,\"cpu_percent\":99.5,\"rss_mb\":80}\n"
            "{\"type\":\"event\",\"message\":\"caf\\u00e9 \\\"q\\\" \\\\ \\n\",\"x\":[true,false,null,-0.5]}\n"
            "{\"type\":\"st"));
+  write_image_seeds(dir);
   std::printf("seeds written to %s\n", dir.c_str());
   return 0;
 }

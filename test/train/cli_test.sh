@@ -866,6 +866,48 @@ snapshot_killed_writing)
   [[ $(params_crc "$work/k/model.rtck") == $(params_crc "$work/ref/model.rtck") ]] \
     || fail "parameters resumed after the kill differ from the uninterrupted run"
   ;;
+folder)
+  # --dataset folder end to end (MAKE_IMAGE_FOLDER: test/images/make_image_folder): usage
+  # errors exit 2 on every rank; a file of another size without --crop, and a bad image met
+  # mid-epoch, end every rank with an error naming it (no hang); --bad-images skip lists it.
+  "$MAKE_IMAGE_FOLDER" photos "$work/ph" 64 16 > /dev/null || fail "make_image_folder photos"
+  folder=(--dataset folder --data-dir "$work/ph" --model lenet5 --batch-size 8 --epochs 1 --quiet)
+  "${mpi[@]}" -np 2 "$bin" train "${folder[@]}" --crop random-resized:32 --augment > "$work/log" 2>&1; code=$?
+  expect_fail "$work/log" 2 "--augment .* --crop" 2 $code
+  "${mpi[@]}" -np 2 "$bin" train "${folder[@]}" --crop 32 > "$work/log" 2>&1; code=$?
+  expect_fail "$work/log" 2 "--crop: expected random-resized:SIZE" 2 $code
+  "$bin" train "${data[@]}" --crop random-resized:32 > "$work/log" 2>&1; code=$?
+  expect_fail "$work/log" 2 "--crop applies to --dataset folder only" 1 $code
+  "${mpi[@]}" -np 2 "$bin" train "${folder[@]}" > "$work/log" 2>&1; code=$?
+  expect_fail "$work/log" nonzero "img[0-9]+\\.jpg: [0-9]+x[0-9]+ pixels, expected 48x48" 2 $code
+  "$bin" datasets --dataset folder --data-dir "$work/ph" --crop random-resized:32 --time --loader-threads 2 > "$work/log" 2>&1 \
+    || { cat "$work/log"; fail "datasets --time failed"; }
+  grep -qE "one epoch: 64 images decoded and augmented .* on 2 loader thread\(s\): [0-9]+ images/s" "$work/log" \
+    || { cat "$work/log"; fail "datasets --time printed no rate"; }
+  grep -qE "class +3 class3 +16 images" "$work/log" || { cat "$work/log"; fail "no per-class count"; }
+  # A JPEG cut to 3/4 (its header intact, so the run starts): met mid-epoch by the loader
+  # threads of the one rank whose shard holds it; the other hears of it at the step's agreement.
+  f=$(ls "$work/ph/train/class2/" | head -1)
+  p="$work/ph/train/class2/$f"
+  head -c $(($(stat -c %s "$p") * 3 / 4)) "$p" > "$work/cut" && mv "$work/cut" "$p"
+  "${mpi[@]}" -np 2 "$bin" train "${folder[@]}" --crop random-resized:32 --loader-threads 2 --run-dir "$work/bad" \
+    > "$work/log" 2>&1; code=$?
+  [[ $code -ne 0 ]] || { cat "$work/log"; fail "a bad image mid-epoch: exit 0"; }
+  [[ $(grep -cE "ringtrain: \[rank [01]\] error: .*$f: Premature end of JPEG file, expected a complete JPEG" "$work/log") -eq 1 ]] \
+    || { cat "$work/log"; fail "not one rank named $f"; }
+  [[ $(grep -cE "ringtrain: \[rank [01]\] error: another rank could not load its batch of step" "$work/log") -eq 1 ]] \
+    || { cat "$work/log"; fail "the other rank did not hear of the bad image at the agreement"; }
+  "${mpi[@]}" -np 2 "$bin" train "${folder[@]}" --crop random-resized:32 --bad-images skip --run-dir "$work/skip" \
+    > "$work/log" 2>&1 || { cat "$work/log"; fail "--bad-images skip failed"; }
+  $py - "$work/skip/summary.json" "$f" <<'PY' || fail "summary.json does not list the skipped image"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["bad_images_skipped"] == 1 and sys.argv[2] in s["bad_images"][0], s.get("bad_images")
+assert all(r["loader_threads"] >= 1 for r in s["ranks"]), s["ranks"]
+PY
+  "$bin" eval --checkpoint "$work/skip/model.rtck" > "$work/log" 2>&1 || { cat "$work/log"; fail "eval of a folder run failed"; }
+  grep -q "16 test samples" "$work/log" || { cat "$work/log"; fail "eval did not use the folder's val/"; }
+  ;;
 *)
   fail "unknown case $case_name"
   ;;
