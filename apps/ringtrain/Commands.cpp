@@ -39,6 +39,15 @@ void Commands::add_eval(CLI::App& app) {
 void Commands::add_local(CLI::App& app) {
   models_ = app.add_subcommand("models", "List the model zoo with parameter counts and FLOPs per image");
   models_->add_option("--input", models_shape_, "Input shape CxHxW (default: each model's usual dataset shape)");
+  models_->add_option("--classes", models_classes_, "Number of classes")
+      ->capture_default_str()
+      ->check(at_least(2));
+  models_->add_option("--model", models_name_, "Only this model (an input it cannot take is then an error)")
+      ->check(CLI::IsMember([] {
+        std::vector<std::string> names;
+        for (const auto& entry : model_zoo()) names.push_back(entry.name);
+        return names;
+      }()));
 
   datasets_ = app.add_subcommand("datasets", "Describe a dataset: counts, shape, class histogram, mean/std");
   datasets_options_.add(*datasets_, datasets_data_);
@@ -90,28 +99,35 @@ int Commands::run_datasets() {
   return 0;
 }
 
-int Commands::run_local() {
-  if (models_->parsed()) {
-    fmt::print("{:<10} {:>10} {:>14} {:>12}  {}\n", "model", "input", "params", "MFLOP/image", "description");
-    for (const auto& entry : model_zoo()) {
-      ImageShape shape{3, 32, 32};
-      if (entry.name == "logreg" || entry.name == "lenet5") shape = {1, 28, 28};
-      if (!models_shape_.empty()) shape = parse_shape(models_shape_, "--input");
-      try {
-        Model model(entry.name, shape, 10);
-        fmt::print("{:<10} {:>10} {:>14} {:>12.2f}  {}\n", entry.name, shape.str(), model.num_params(),
-                   model.flops_per_image() / 1e6, entry.description);
-      } catch (const std::invalid_argument& e) {
-        // One model that cannot take the asked shape (vgg11 below 32x32) is no reason to
-        // hide the others.
-        fmt::print("{:<10} {:>10} {:>14} {:>12}  {}\n", entry.name, shape.str(), "-", "-", e.what());
-      }
+// The zoo at each model's usual shape or --input, --classes outputs.
+int Commands::list_models() const {
+  // Printed whole at the end, so an error is the only output.
+  std::string table = fmt::format("{:<12} {:>10} {:>14} {:>12}  {}\n", "model", "input", "params", "MFLOP/image",
+                                  "description");
+  for (const auto& entry : model_zoo()) {
+    if (!models_name_.empty() && entry.name != models_name_) continue;
+    ImageShape shape{3, 32, 32};
+    if (entry.name == "logreg" || entry.name == "lenet5" || entry.name == "resnet20" || entry.name == "resnet56")
+      shape = {1, 28, 28};
+    if (!models_shape_.empty()) shape = parse_shape(models_shape_, "--input");
+    try {
+      Model model(entry.name, shape, models_classes_);
+      table += fmt::format("{:<12} {:>10} {:>14} {:>12.2f}  {}\n", entry.name, shape.str(), model.num_params(),
+                           model.flops_per_image() / 1e6, entry.description);
+    } catch (const std::invalid_argument& e) {
+      // Asked for this model alone: the input is wrong. In the whole list, one model that cannot
+      // take the shape (vgg11 below 32x32) is no reason to hide the others.
+      if (!models_name_.empty()) throw std::invalid_argument(fmt::format("--input {}: {}", shape.str(), e.what()));
+      table += fmt::format("{:<12} {:>10} {:>14} {:>12}  {}\n", entry.name, shape.str(), "-", "-", e.what());
     }
-    return 0;
   }
-  if (datasets_->parsed()) {
-    return run_datasets();
-  }
+  fmt::print("{}", table);
+  return 0;
+}
+
+int Commands::run_local() {
+  if (models_->parsed()) return list_models();
+  if (datasets_->parsed()) return run_datasets();
   if (inspect_->parsed()) {
     fmt::print("{}\n", describe_checkpoint(inspect_path_).dump(2));
     return 0;

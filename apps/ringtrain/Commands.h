@@ -27,6 +27,7 @@ class Commands {
  private:
   void add_eval(CLI::App& app);
   void add_local(CLI::App& app);
+  int list_models() const;
 
   TrainCommand train_;
   CLI::App* eval_ = nullptr;
@@ -42,6 +43,8 @@ class Commands {
   int eval_batch_ = 256;
 
   std::string models_shape_;
+  std::string models_name_;
+  int models_classes_ = 10;
   DatasetConfig datasets_data_;
   DataOptions datasets_options_;
   bool datasets_time_ = false;

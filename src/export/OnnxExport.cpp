@@ -11,21 +11,27 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include "nn/Add.h"
 #include "nn/BatchNorm2d.h"
+#include "nn/Concat.h"
 #include "nn/Conv2d.h"
 #include "nn/Dropout.h"
 #include "nn/Flatten.h"
+#include "nn/GlobalAvgPool2d.h"
+#include "nn/Graph.h"
 #include "nn/Layer.h"
 #include "nn/Linear.h"
 #include "nn/LocalResponseNorm.h"
 #include "nn/Model.h"
 #include "nn/Pool2d.h"
 #include "nn/ReLU.h"
+#include "nn/ReLU6.h"
 
 namespace ringtrain {
 namespace {
 
-// One graph under construction: each node reads the previous node's output.
+// One graph under construction: each node reads the current tensor (by default the previous
+// node's output) and any extra inputs it is given.
 class GraphBuilder {
  public:
   explicit GraphBuilder(onnx::GraphProto& graph) : graph_(graph) {}
@@ -56,6 +62,8 @@ class GraphBuilder {
   }
 
   const std::string& current() const { return current_; }
+  // The next node's first input.
+  void set_current(const std::string& name) { current_ = name; }
   void rename_output(const std::string& name) {
     graph_.mutable_node(graph_.node_size() - 1)->set_output(0, name);
     current_ = name;
@@ -94,6 +102,14 @@ void add_conv(GraphBuilder& g, const Conv2d& c) {
   ints(n, "kernel_shape", {c.kernel(), c.kernel()});
   ints(n, "strides", {c.stride(), c.stride()});
   ints(n, "pads", {c.padding(), c.padding(), c.padding(), c.padding()});
+  if (c.dilation() != 1) ints(n, "dilations", {c.dilation(), c.dilation()});
+  if (c.groups() != 1) integer(n, "group", c.groups());
+}
+
+void add_relu6(GraphBuilder& g, const Layer& r) {
+  // Clip takes its bounds as (scalar) inputs since opset 11.
+  static const float kMin = 0.f, kMax = 6.f;
+  g.node("Clip", r.name(), {g.constant(r.name() + ".min", {}, &kMin), g.constant(r.name() + ".max", {}, &kMax)});
 }
 
 void add_linear(GraphBuilder& g, const Linear& l) {
@@ -132,13 +148,25 @@ void add_batchnorm(GraphBuilder& g, const BatchNorm2d& b) {
   real(n, "epsilon", b.eps());
 }
 
-void add_layer(GraphBuilder& g, const Layer& layer) {
+void add_add(GraphBuilder& g, const Add& a, const std::vector<std::string>& rest) {
+  // ONNX's Add is binary; Sum takes any number of inputs.
+  g.node(a.num_inputs() == 2 ? "Add" : "Sum", a.name(), rest);
+  if (a.fused_relu()) g.node("Relu", a.name() + ".relu", {});
+}
+
+// rest: the layer's inputs after the first (the current tensor), as ONNX names.
+void add_layer(GraphBuilder& g, const Layer& layer, const std::vector<std::string>& rest) {
+  if (const auto* a = dynamic_cast<const Add*>(&layer)) return add_add(g, *a, rest);
+  if (dynamic_cast<const Concat*>(&layer) != nullptr) return integer(g.node("Concat", layer.name(), rest), "axis", 1);
   if (const auto* c = dynamic_cast<const Conv2d*>(&layer)) return add_conv(g, *c);
   if (const auto* l = dynamic_cast<const Linear*>(&layer)) return add_linear(g, *l);
   if (const auto* p = dynamic_cast<const Pool2d*>(&layer)) return add_pool(g, *p);
   if (const auto* r = dynamic_cast<const LocalResponseNorm*>(&layer)) return add_lrn(g, *r);
   if (const auto* b = dynamic_cast<const BatchNorm2d*>(&layer)) return add_batchnorm(g, *b);
   if (dynamic_cast<const ReLU*>(&layer) != nullptr) return (void)g.node("Relu", layer.name(), {});
+  if (dynamic_cast<const ReLU6*>(&layer) != nullptr) return add_relu6(g, layer);
+  if (dynamic_cast<const GlobalAvgPool2d*>(&layer) != nullptr)
+    return (void)g.node("GlobalAveragePool", layer.name(), {});
   if (dynamic_cast<const Flatten*>(&layer) != nullptr) return integer(g.node("Flatten", layer.name(), {}), "axis", 1);
   if (dynamic_cast<const Dropout*>(&layer) != nullptr) return (void)g.node("Identity", layer.name(), {});
   throw std::invalid_argument(fmt::format("{}: no ONNX export for layer kind '{}'", layer.name(), layer.kind()));
@@ -167,7 +195,16 @@ onnx::ModelProto build_model(const Model& model) {
   const ImageShape in = model.input_shape();
   add_value(*graph.mutable_input(), "input", {in.channels, in.height, in.width});
   GraphBuilder g(graph);
-  for (std::size_t i = 0; i < model.num_layers(); ++i) add_layer(g, model.layer(i));
+  const Graph& layers = model.graph();
+  std::vector<std::string> names{"input"};  // ONNX name of each value (Graph's numbering)
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto& inputs = layers.node(i).inputs;
+    std::vector<std::string> rest;
+    for (std::size_t k = 1; k < inputs.size(); ++k) rest.push_back(names[static_cast<std::size_t>(inputs[k])]);
+    g.set_current(names[static_cast<std::size_t>(inputs[0])]);
+    add_layer(g, layers.layer(i), rest);
+    names.push_back(g.current());
+  }
   g.rename_output("logits");
   add_value(*graph.mutable_output(), "logits", {model.classes()});
   return m;

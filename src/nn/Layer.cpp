@@ -125,6 +125,26 @@ void Layer::backward(const memory& diff_dst, const memory& diff_src) {
   run_backward(s, diff_dst, diff_src);
 }
 
+Dims Layer::out_shape_of(const std::vector<Dims>& in) const {
+  if (in.size() != 1) throw std::invalid_argument(fmt::format("{}: takes one input, got {}", name_, in.size()));
+  return out_shape(in[0]);
+}
+
+void Layer::prepare_inputs(const std::vector<memory::desc>& src_mds, Phase phase, bool need_diff_src) {
+  prepare(src_mds.at(0), phase, need_diff_src);
+}
+
+const memory::desc& Layer::input_md(std::size_t) const { return src_md(); }
+const memory::desc& Layer::diff_input_md(std::size_t) const { return diff_src_md(); }
+
+void Layer::forward_inputs(const std::vector<memory>& srcs, const memory& dst, Phase phase, std::uint64_t seed) {
+  forward(srcs.at(0), dst, phase, seed);
+}
+
+void Layer::backward_inputs(const memory& diff_dst, const std::vector<memory>& diff_srcs) {
+  backward(diff_dst, diff_srcs.empty() ? memory() : diff_srcs[0]);
+}
+
 dnnl::engine& Layer::engine() { return DnnlContext::get().engine(); }
 dnnl::stream& Layer::stream() { return DnnlContext::get().stream(); }
 

@@ -101,6 +101,18 @@ class Layer {
   // diff_src may be an empty memory when prepared with need_diff_src false.
   void backward(const dnnl::memory& diff_dst, const dnnl::memory& diff_src);
 
+  // The same steps for a node of a layer graph with any number of inputs. A single-input
+  // layer takes one and runs the calls above; multi-input layers (MultiInputLayer: Add,
+  // Concat) override them. diff_srcs[k] may be empty for an input that needs no gradient.
+  virtual std::size_t num_inputs() const { return 1; }
+  virtual Dims out_shape_of(const std::vector<Dims>& in) const;
+  virtual void prepare_inputs(const std::vector<dnnl::memory::desc>& src_mds, Phase phase, bool need_diff_src);
+  virtual const dnnl::memory::desc& input_md(std::size_t k) const;
+  virtual const dnnl::memory::desc& diff_input_md(std::size_t k) const;
+  virtual void forward_inputs(const std::vector<dnnl::memory>& srcs, const dnnl::memory& dst, Phase phase,
+                              std::uint64_t seed = 0);
+  virtual void backward_inputs(const dnnl::memory& diff_dst, const std::vector<dnnl::memory>& diff_srcs);
+
  protected:
   struct State {
     virtual ~State() = default;
@@ -130,11 +142,13 @@ class Layer {
 
   std::vector<Tensor> params_, grads_;
   float* buffers_ = nullptr;
+  // Prepared states (one per input layouts and phase) and the selected one; a multi-input
+  // layer keeps its own here too, so set_compute_type and bind_params drop them alike.
+  std::vector<std::unique_ptr<State>> states_;
+  State* current_ = nullptr;
 
  private:
   std::string name_;
-  std::vector<std::unique_ptr<State>> states_;
-  State* current_ = nullptr;
   dnnl::memory::data_type compute_type_ = dnnl::memory::data_type::f32;
   const ParamsVersion* version_source_ = nullptr;
   ParamsVersion own_version_;  // without a version source: changes at every forward

@@ -1,6 +1,7 @@
-// A CNN as a sequence of oneDNN layers over one flat parameter buffer and one flat
-// gradient buffer (64-byte aligned), laid out in reverse layer order so the gradients
-// backward finishes first form the first contiguous bucket (design.md §4).
+// A CNN as a directed acyclic graph of oneDNN layers (Graph; the sequential models are
+// chains) over one flat parameter buffer and one flat gradient buffer (64-byte aligned),
+// laid out in reverse topological order, the order backward finishes the layers, so the
+// gradients it finishes first form the first contiguous bucket (design.md §4, §8).
 #pragma once
 
 #include <cstddef>
@@ -32,12 +33,15 @@ struct LossResult {
 using GradReadyFn = std::function<void(std::size_t offset, std::size_t count)>;
 
 class Layer;
+class Graph;
 
 class Model {
  public:
   // Builds the zoo model `name` for the input shape and class count. Throws
   // std::invalid_argument for an unknown name or a shape the model cannot take.
   Model(const std::string& name, ImageShape input, int classes);
+  // A model of any layer graph (not yet finalized) ending in (N, classes) logits, named name.
+  Model(const std::string& name, Graph graph, ImageShape input, int classes);
   ~Model();
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
@@ -72,7 +76,7 @@ class Model {
   std::span<const float> buffers() const noexcept;
   std::size_t num_params() const noexcept;
 
-  // Parameter tensors in buffer order (reverse layer order).
+  // Parameter tensors in buffer order (reverse topological order).
   const std::vector<ParamInfo>& param_infos() const noexcept;
 
   // Layer kinds and shapes, one line per layer: what checkpoints and the cross-rank
@@ -88,18 +92,20 @@ class Model {
   // Multiply-adds x 2 for one forward pass of one image.
   double flops_per_image() const;
 
-  // The layers in forward order, and the activation dims (N = 1) entering layer i.
+  // The layers in forward (topological) order, and the activation dims (N = 1) of layer i's
+  // first input. graph(): which tensors each layer reads.
   std::size_t num_layers() const noexcept;
   const Layer& layer(std::size_t i) const;
   Dims layer_input_dims(std::size_t i) const;
+  const Graph& graph() const noexcept;
 
   // src: (n, C, H, W) float; labels: n ints in [0, classes). Runs the layers and the
   // softmax cross-entropy. noise_seed drives dropout (train phase only).
   LossResult forward(const float* src, const std::int32_t* labels, int n, Phase phase,
                      std::uint64_t noise_seed = 0);
 
-  // Backward of the last train-phase forward: overwrites grads() with the gradient of the
-  // mean loss over that batch. on_ready, if set, is called as parameter ranges finish.
+  // Backward of the last train-phase forward, layers in exact reverse order: overwrites
+  // grads() with the gradient of the mean loss over that batch. on_ready, if set, is called as parameter ranges finish.
   void backward(const GradReadyFn& on_ready = {});
 
   // Logits of the last forward: (n, classes).

@@ -1,4 +1,4 @@
-// ModelZoo: the layer sequences of the named models (model_zoo() lists them).
+// ModelZoo: the layer graphs of the named models (model_zoo() lists them).
 #pragma once
 
 #include <memory>
@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "common/ImageShape.h"
-#include "nn/Layer.h"
+#include "nn/Graph.h"
 
 namespace ringtrain {
 
-// Layers of zoo model `name` for inputs of shape `input` and `classes` outputs. Throws
-// std::invalid_argument for an unknown name or an input the model cannot take.
-std::vector<std::unique_ptr<Layer>> build_zoo_layers(const std::string& name, ImageShape input, int classes);
+// The layer graph of zoo model `name` for inputs of shape `input` and `classes` outputs, not
+// yet finalized. Throws std::invalid_argument for an unknown name or an input the model
+// cannot take.
+Graph build_zoo_graph(const std::string& name, ImageShape input, int classes);
 
 }  // namespace ringtrain

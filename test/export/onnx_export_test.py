@@ -24,7 +24,9 @@ except ImportError:
     print("onnx_export_test: python3-onnx is not installed (apt-get install python3-onnx); skipping")
     sys.exit(77)
 
-MODELS = ["logreg", "lenet5", "mlp", "svhn-cnn", "alexnet", "vgg11"]  # alexnet: LRN, dropout; vgg11: BN
+# alexnet: LRN, dropout; vgg11: BN; the layer graphs: Add (+ ReLU), GlobalAveragePool, and in
+# mobilenetv2 depthwise (grouped) Conv and Clip for ReLU6.
+MODELS = ["logreg", "lenet5", "mlp", "svhn-cnn", "alexnet", "vgg11", "resnet20", "resnet18", "mobilenetv2"]
 
 
 def write_cifar(directory, rng):
@@ -58,10 +60,22 @@ def run_node(node, inputs, a):
     x = inputs[0]
     op = node.op_type
     if op == "Conv":
-        k, s, p = a["kernel_shape"][0], a["strides"][0], a["pads"][0]
-        y = np.tensordot(windows(x, k, s, p, 0.0), inputs[1], axes=([1, 4, 5], [1, 2, 3]))  # (N, OH, OW, O)
+        k, s, p, g = a["kernel_shape"][0], a["strides"][0], a["pads"][0], a.get("group", 1)
+        assert a.get("dilations", [1, 1]) == [1, 1]
+        w = windows(x, k, s, p, 0.0)
+        ci, co = x.shape[1] // g, inputs[1].shape[0] // g  # per group
+        y = np.concatenate([np.tensordot(w[:, i * ci:(i + 1) * ci], inputs[1][i * co:(i + 1) * co],
+                                         axes=([1, 4, 5], [1, 2, 3])) for i in range(g)], axis=3)  # (N, OH, OW, O)
         y = y.transpose(0, 3, 1, 2)
         return y + inputs[2][None, :, None, None] if len(inputs) > 2 else y
+    if op in ("Add", "Sum"):
+        return sum(inputs)
+    if op == "Concat":
+        return np.concatenate(inputs, axis=a["axis"])
+    if op == "Clip":
+        return np.clip(x, inputs[1], inputs[2])
+    if op == "GlobalAveragePool":
+        return x.mean(axis=(2, 3), keepdims=True)
     if op == "Gemm":
         assert a.get("transB") == 1
         y = x @ inputs[1].T

@@ -185,7 +185,9 @@ TEST_CASE("bf16 zoo models: logits and gradients near fp32's, fp32 arenas, a los
                                         {"mlp", {3, 16, 16}},
                                         {"svhn-cnn", {3, 32, 32}},
                                         {"alexnet", {3, 16, 16}},
-                                        {"vgg11", {3, 32, 32}}}) {
+                                        {"vgg11", {3, 32, 32}},
+                                        {"resnet20", {3, 16, 16}},  // graphs: Add (+ ReLU) and fan-out sums
+                                        {"mobilenetv2", {3, 32, 32}}}) {
     INFO(c.name);
     const int n = 8;
     const auto x = random_floats(c.shape.numel() * n, 21);

@@ -393,6 +393,15 @@ usage)
   expect_fail "$work/log" 2 "--snapshot-every applies to --mode sync" 1 $code
   "$bin" train --model resnet999 --dataset synthetic --quiet > "$work/log" 2>&1; code=$?
   [[ $code -eq 2 ]] && grep -q "resnet999" "$work/log" || { cat "$work/log"; fail "unknown model: exit $code"; }
+  # models: torchvision's parameter counts at 224x224, and bad sizes named by their flag.
+  "$bin" models --input 3x224x224 --classes 1000 > "$work/models" || fail "models --input 3x224x224 exited non-zero"
+  for want in "^resnet18 .* 11689512 " "^resnet50 .* 25557032 " "^mobilenetv2 .* 3504872 "; do
+    grep -q -- "$want" "$work/models" || { cat "$work/models"; fail "models at 224x224 lacks '$want'"; }
+  done
+  "$bin" models --model resnet18 --input 3x16x16 > "$work/log" 2>&1; code=$?
+  one_line_error "$work/log" $code 2 "--input 3x16x16: model resnet18"
+  "$bin" models --classes 1 > "$work/log" 2>&1; code=$?
+  [[ $code -eq 2 ]] && grep -q -- "--classes" "$work/log" || { cat "$work/log"; fail "models --classes 1: exit $code"; }
   "$bin" train --data-dir /nonexistent/data > "$work/log" 2>&1; code=$?
   [[ $code -ne 0 ]] && grep -q "/nonexistent/data" "$work/log" || { cat "$work/log"; fail "missing data: exit $code"; }
   "${mpi[@]}" -np 3 "$bin" train "${data[@]}" --global-batch-size 32 > "$work/log" 2>&1; code=$?

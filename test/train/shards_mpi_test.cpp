@@ -1,6 +1,6 @@
 // --logical-shards S = 12: the parameters (and batch-norm buffers) after N steps are
-// bit-identical at p = 1, 2, 3 and 4 ranks, for lenet5, alexnet (dropout) and vgg11 (batch
-// norm), with --overlap on and off; a run resumed mid-epoch from a checkpoint written at
+// bit-identical at p = 1, 2, 3 and 4 ranks, for lenet5, alexnet (dropout), vgg11 (batch
+// norm) and resnet20 (a layer graph with batch norm), with --overlap on and off; a run resumed mid-epoch from a checkpoint written at
 // another p ends with the same bits; a p that does not divide S is refused on every rank.
 // One np-4 job runs each p on a sub-communicator of ranks 0..p-1 (the others wait), so the
 // runs can be compared in memory. OMP_NUM_THREADS=1 and --threads 1 everywhere: oneDNN's
@@ -32,10 +32,11 @@ constexpr int kShards = 12;
 // lenet5: 12 shards x batch 2; alexnet and vgg11 (3x32x32, ~100x the work per image): 12 x 1.
 // Either way 5 steps per epoch, so the longer runs cross an epoch boundary.
 TrainConfig shard_config(const std::string& model, const std::string& tag, std::int64_t steps) {
-  const bool small = model == "lenet5";
+  const bool small = model == "lenet5" || model == "resnet20";
   TrainConfig c = ringtrain::test::small_config(tag, small ? 2 : 1);
   c.model = model;
   if (!small) c.data.synthetic_shape = {3, 32, 32};
+  if (model == "resnet20") c.data.synthetic_shape = {3, 8, 8};  // a layer graph with batch norm, kept small
   c.data.synthetic_train = small ? 120 : 60;
   c.data.synthetic_test = 30;
   c.logical_shards = kShards;
@@ -120,6 +121,31 @@ TEST_CASE("alexnet (dropout): bit-identical parameters at p = 1..4 with 12 logic
 
 TEST_CASE("vgg11 (batch norm): bit-identical parameters and buffers at p = 1..4 with 12 logical shards", "[vgg11]") {
   check_rank_counts("vgg11", 2);
+}
+
+TEST_CASE("resnet20 (a graph, batch norm): bit-identical parameters and buffers at p = 1..4, 12 logical shards",
+          "[resnet20]") {
+  check_rank_counts("resnet20", 3);
+}
+
+TEST_CASE("resnet20 resumed mid-epoch from a checkpoint ends with the bits of the run that never stopped",
+          "[resnet20]") {
+  const int p = std::min(2, world_size());
+  const std::vector<float> whole = train_at(p, shard_config("resnet20", "resnet20_whole", 7));
+  TrainConfig first = shard_config("resnet20", "resnet20_first", 3);
+  first.checkpoint_every_steps = 3;
+  const std::vector<float> stopped = train_at(p, first);
+  const auto ckpt =
+      std::filesystem::path(first.run_dir + fmt::format("_p{}", p)) / "checkpoints" / "ckpt-000000003.rtck";
+  REQUIRE(all_ranks(!stopped.empty() && std::filesystem::exists(ckpt)));
+  TrainConfig rest = shard_config("resnet20", "resnet20_rest", 7);
+  rest.resume = ckpt.string();
+  std::string error;
+  const std::vector<float> resumed = train_at(p, rest, &error);
+  INFO("resumed at p = " << p << (error.empty() ? "" : ": " + error) << "; first difference at "
+                         << first_difference(resumed, whole));
+  CHECK(all_ranks(same_bits(resumed, whole)));
+  CHECK(all_ranks(!same_bits(stopped, whole)));  // the resumed part did move the parameters
 }
 
 TEST_CASE("Without --logical-shards the rank count changes the bits (what the test above can catch)", "[lenet5]") {

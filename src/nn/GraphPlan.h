@@ -1,0 +1,64 @@
+// GraphPlan: the memories and reorders that run a Graph for one (batch size, phase): one
+// activation per tensor (a single-reader in-place layer writes over its input), a private
+// copy wherever a reader wants another layout, and in training one gradient per tensor that
+// needs one. Backward runs the nodes in exact reverse order; of a tensor's readers the first
+// to run backward (the last in forward order) overwrites its gradient and the others add into
+// it (oneDNN's backward-data overwrites diff_src), in that fixed order, so results are the
+// same on every rank and every run.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "nn/Graph.h"
+
+namespace ringtrain {
+
+class GraphPlan {
+ public:
+  // Prepares every layer of graph (finalized) for batches of n in this phase.
+  GraphPlan(const Graph& graph, int n, Phase phase);
+
+  int n() const noexcept { return n_; }
+  Phase phase() const noexcept { return phase_; }
+
+  // Enqueues the forward of src (n, C, H, W), plain f32, only ever read; noise_seed drives
+  // dropout (node i's seed derives from it and i). The caller waits on the stream.
+  void forward(const float* src, std::uint64_t noise_seed);
+  // Plain (n, classes) f32, valid after the forward has completed.
+  const float* logits() const { return static_cast<const float*>(logits_.get_data_handle()); }
+  // Plain (n, classes) f32 for the loss to write before backward (train phase).
+  float* diff_logits() const { return static_cast<float*>(diff_logits_.get_data_handle()); }
+
+  // Backward of the last forward, diff_logits() filled. ranges[i]: node i's parameters in
+  // the arena (offset, count); on_ready, if set, is called with each nonempty one as soon as
+  // node i's backward has completed.
+  void backward(const std::vector<std::pair<std::size_t, std::size_t>>& ranges, const GradReadyFn& on_ready);
+
+ private:
+  void build_forward();
+  void build_backward();
+  // Node i's input layouts as its producers wrote them (what prepare_inputs is keyed on).
+  std::vector<dnnl::memory::desc> input_mds(std::size_t i) const;
+  void add_gradient_slot(std::size_t i, std::size_t k);
+
+  const Graph& graph_;
+  int n_;
+  Phase phase_;
+  dnnl::memory input_;                            // the caller's buffer, handle set per forward
+  std::vector<dnnl::memory> value_;               // [value] as its producer wrote it
+  std::vector<std::vector<dnnl::memory>> cons_;   // [node][slot] what the node reads
+  std::vector<std::vector<dnnl::reorder>> copy_;  // [node][slot] value -> cons (empty: none)
+  dnnl::memory logits_, diff_logits_;
+  dnnl::reorder logits_copy_;
+  std::vector<dnnl::memory> dvalue_;                // [value] its gradient (empty: none needed)
+  std::vector<dnnl::memory> dcons_;                 // [node] its diff_dst
+  std::vector<dnnl::reorder> dcopy_;                // [node] dvalue -> dcons (empty: none)
+  std::vector<std::vector<dnnl::memory>> dsrc_;     // [node][slot] where it writes diff_src
+  std::vector<std::vector<dnnl::sum>> accumulate_;  // [node][slot] dvalue += dsrc (empty: overwrite)
+};
+
+}  // namespace ringtrain
