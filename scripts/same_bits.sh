@@ -5,7 +5,7 @@
 # their model signatures; lenet5 also at np 2. Written to show that models as layer graphs
 # left the chain models unchanged (build the old binary in a scratch worktree:
 # git worktree add /tmp/old <commit> && cmake ... --target ringtrain).
-#   scripts/bench/same_bits.sh OLD_BINARY NEW_BINARY [STEPS]
+#   scripts/same_bits.sh OLD_BINARY NEW_BINARY [STEPS]
 # Prints one line per case and exits 1 if any case differs. Not a CI test: it needs two builds.
 set -euo pipefail
 if [[ $# -lt 2 || ! -x $1 || ! -x $2 ]]; then
