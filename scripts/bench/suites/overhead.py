@@ -12,8 +12,7 @@ binary (builds: of the first binary). Sides:
             --logical-shards 4np at --batch-size B/4: the same global batch np x B in all three;
             --overlap stays at its default (auto; the exact runs never overlap)
   overlap   --overlap off | on (np >= 2)
-  watchdog  --stall-warning 0 --stall-timeout 0 (no thread, no side channel) | the defaults
-            (60 s, 600 s, --stall-channel auto: the watchdog thread and its TCP channel to rank 0)
+  watchdog  --stall-warning 0 --stall-timeout 0 (no thread, no channel) | the defaults (thread + TCP channel)
   builds    each --bin at its own defaults (give two or more)
 Per run, after --warmup (benchlib/ringtrain.measure): step ms, all-reduce ms, of it in MPI and in
 the exact sum's conversion, the rest, MB sent, CPU %, hidden comm. Conditions: mpirun -np NP on
@@ -104,9 +103,8 @@ def cases(args):
                 (f"S={many}", b // SHARDS_PER_RANK, ["--logical-shards", str(many)], {})]
     if args.feature == "overlap":
         return [("off", b, ["--overlap", "off"], {}), ("on", b, ["--overlap", "on"], {})]
-    if args.feature == "watchdog":
-        return [("off", b, ["--stall-warning", "0", "--stall-timeout", "0"], {}), ("on", b, [], {})]
-    return [("defaults", b, [], {})]
+    off = ["--stall-warning", "0", "--stall-timeout", "0"]
+    return [("off", b, off, {}), ("on", b, [], {})] if args.feature == "watchdog" else [("defaults", b, [], {})]
 
 
 def train_argv(args, binary, model, batch, extra, run_dir):
