@@ -109,7 +109,8 @@ inline ImageBytes jpeg_with_claimed_size(std::uint16_t width, std::uint16_t heig
 inline void write_bytes(const std::string& path, const ImageBytes& bytes) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) throw std::runtime_error("cannot write " + path);
-  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  // An empty vector's data() may be null, which fwrite must not get (a zero-byte file is a case).
+  if (!bytes.empty()) std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
 }
 
