@@ -4,7 +4,7 @@
 //
 // Why not a handler: oneDNN 2.6.3's AVX-512 jit GEMM (Linear's inner product) points the
 // stack pointer into a heap workspace while it runs, so a handler's frame written on that
-// thread lands in the heap ("corrupted size vs. prev_size", oneDNN issue 4845, fixed after
+// thread lands in the heap ("corrupted size vs. prev_size", oneDNN GitHub issue #4845, fixed after
 // 2.6.3). With the signals blocked in every thread and taken by sigwait() in a thread of
 // our own, the kernel never builds a signal frame on a compute thread.
 #pragma once
