@@ -1,5 +1,6 @@
-// libFuzzer harness: the PNG decoder wrapper (header, then decode to 1 and 3 channels, at
-// a DCT scale the last byte picks, and a region). A thrown std::exception is its answer to bad input;
+// libFuzzer harness: the image decoder wrappers (header, then decode to 1 and 3 channels, at
+// a DCT scale the last byte picks, and a region). decode_image picks JPEG or PNG from the bytes,
+// so fuzz_jpeg and fuzz_png are this one source over their own seed corpora. A thrown std::exception is its answer to bad input;
 // a crash, a sanitizer report, libjpeg calling exit() or a hang is a bug.
 #include <cstddef>
 #include <cstdint>
