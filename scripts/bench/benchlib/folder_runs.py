@@ -126,4 +126,6 @@ class Recipe:
             log("bf16 left out: this CPU has no native bf16 (no avx512_bf16 / amx_bf16 flag); ringtrain refuses "
                 "--precision bf16 here and PyTorch's autocast would only emulate it. Run it on a CPU that has it.")
             precisions = [x for x in precisions if x != "bf16"]
+        if not precisions:
+            raise BenchError("nothing left to measure (every --precision was left out)")
         return [(w, x) for w in self.a.where.split(",") for x in precisions]

@@ -32,7 +32,7 @@ def add_arguments(p):
                    default="resnet18,resnet50")
     p.add_argument("--steps", type=int, default=10, help="timed steps")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first")
-    p.add_argument("--train-images", type=int, default=2560, help="when writing the folder")
+    p.add_argument("--train-images", type=int, default=1024, help="when writing the folder (16 steps of 32 x 2)")
     p.add_argument("--val-images", type=int, default=64)
     p.add_argument("--photo-size", default="500x375", help="smallest WxH of the written JPEGs (up to 1.2x)")
     add_options(p, rounds=3)
