@@ -30,6 +30,11 @@ bench tta --dataset packed --bin "$bin" --data-dir "$tmp/none" --dry-run > "$tmp
 bench throughput --where moon --bin "$bin" --data-dir "$tmp/none" --dry-run > "$tmp/log" 2>&1; code=$?
 [[ $code == 2 ]] && grep -q "moon" "$tmp/log" || fail "--where moon: exit $code $(tail -1 "$tmp/log")"
 
+mkdir -p "$tmp/flat/c0"  # a folder without train/: refused, nothing written into it
+bench tta --no-peer --where host --bin "$bin" --data-dir "$tmp/flat" > "$tmp/log" 2>&1; code=$?
+[[ $code == 1 ]] && grep -q "flat: no train/ in it" "$tmp/log" && [[ ! -e $tmp/flat.partial && $(ls "$tmp/flat") == c0 ]] ||
+  fail "a folder without train/: exit $code $(tail -1 "$tmp/log")"
+
 # Time to accuracy, ringtrain alone: the folder is written on first use, the target (any
 # accuracy above 0.1%) is reached in the one epoch, and the report and CSV say so.
 RINGTRAIN_BENCH_PYTHON=$tmp/no-torch bench tta --where host --bin "$bin" --data-dir "$tmp/fm" --train-images 128 \

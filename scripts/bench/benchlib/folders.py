@@ -24,6 +24,8 @@ def ensure(kind, path, train, val, size=None, dry_run=False):
     """path, written by make_image_folder KIND path TRAIN VAL [SIZE] unless it has a train/ already."""
     if os.path.isdir(os.path.join(path, "train")):
         return path
+    if os.path.exists(path):  # never write into (or over) something that is not ours
+        raise BenchError(f"{path}: no train/ in it (expected {path}/train/<class> and {path}/val/<class>)")
     cmd = [MAKER, kind, path + ".partial", str(train), str(val), *([size] if size else [])]
     if dry_run:
         print("# the folder, written once: " + " ".join(cmd) + f" && mv {path}.partial {path}")
