@@ -26,7 +26,7 @@ import tempfile
 
 from benchlib import folder_runs, folders, peer, plot
 from benchlib.cluster import Cluster
-from benchlib.proc import BenchError, load
+from benchlib.proc import BenchError, last_json, load
 from benchlib.rounds import add_options, cell, flat, interleave, paired, values
 from benchlib.table import Table, conditions, emit
 
@@ -48,7 +48,7 @@ def check_params(args, recipe):
     ours = next((int(l.split()[2]) for l in out.stdout.splitlines() if l.startswith(args.model + " ")), None)
     got = subprocess.run([peer.PYTHON, folder_runs.PEER, "--print-params", "--model", args.model, "--channels",
                           str(recipe.channels), "--classes", str(classes)], capture_output=True, text=True)
-    theirs = int(got.stdout.split('"params": ')[1].rstrip("}\n")) if got.returncode == 0 else None
+    theirs = last_json(got.stdout).get("params") if got.returncode == 0 else None
     if ours is None or ours != theirs:
         raise BenchError(f"{args.model}: ringtrain has {ours} parameters, the PyTorch peer {theirs} "
                          f"({(out.stderr or got.stderr).strip()[-300:]})")
