@@ -90,6 +90,10 @@ def run(args):
                 results = interleave(args.rounds, names, sides, measure)
         else:
             results = interleave(args.rounds, names, sides, measure)
+    return report(args, results, names, sides, load_before)
+
+
+def report(args, results, names, sides, load_before):
     t = Table("model", "where", "precision", "side", "images/s", "ratio ringtrain / PyTorch (paired)",
               "data wait share", "peak RSS MB")
     labels, ratio_lists = [], []
