@@ -54,6 +54,7 @@ assert len(rows) == 1 and rows[0]["side"] == "ringtrain", rows
 r = rows[0]
 assert 0 < float(r["train_s_to_target"]) <= float(r["wall_s"]), r
 assert r["epochs"] == "1" and 0.001 <= float(r["accuracy"]) <= 1, r
+assert 0 <= float(r["data_share"]) < 1, r
 PY
 
 # Throughput, ringtrain alone (--no-peer) on 2 ranks: images/s and the data wait share.

@@ -9,11 +9,12 @@ momentum 0.9, lr 0.1 per-step cosine, weight decay on conv/linear weights, batch
 --loader-threads = DataLoader workers, one compute thread per rank, the same normalisation.
 PyTorch: DDP over gloo, torchvision ImageFolder + DistributedSampler + DataLoader, resnet20
 written layer for layer as ringtrain's (the parameter counts are checked equal first).
---where host: np ranks on this host; nodes: one rank per emulated node (cluster.sh: --nodes
-links at 1gbit, MTU 1500; root). Sides interleaved (ABBA) per round; reported: the wall time
+--where host: np ranks on this host; nodes: one rank per emulated node (cluster.sh: links at
+--nodes-link-rate 1gbit, --mtu 1500; root). Sides interleaved (ABBA) per round; reported: the wall time
 from launch to exit (what a user waits for: start-up, data scan, training and evaluations),
-the training time to the target as each side measures it, epochs and accuracy, and the
-paired ratios ringtrain / PyTorch. A side that misses the target gets no ratio.
+the training time to the target as each side measures it, epochs and accuracy, the share of
+training spent waiting for batches, and the paired ratios ringtrain / PyTorch. A side that
+misses the target gets no ratio.
 --no-peer: ringtrain alone (no torch needed); --dry-run: the commands only.
 
   bench.py tta --rounds 3 --out tta/ --plot tta/ratio.png            # host and 2 nodes, fp32
@@ -28,6 +29,7 @@ from benchlib import folder_runs, folders, peer, plot
 from benchlib.cluster import Cluster
 from benchlib.proc import BenchError, last_json, load
 from benchlib.rounds import add_options, cell, flat, interleave, paired, values
+from benchlib.ringtrain import rundata
 from benchlib.table import Table, conditions, emit
 
 
@@ -78,12 +80,14 @@ def run(args):
         if side == "pytorch":
             got, wall = recipe.run_peer(where, recipe.peer_argv(precision, target))
             return {"wall_s": wall, "train_s_to_target": got.get("time_to_target_s"), "accuracy": got.get(
-                "final_test_accuracy"), "epochs": got.get("epochs_completed"), "peak_rss_mb": got.get("peak_rss_mb")}
+                "final_test_accuracy"), "epochs": got.get("epochs_completed"), "peak_rss_mb": got.get("peak_rss_mb"),
+                    "data_share": got.get("data_wait_share")}
         run_dir = os.path.join(tmp, f"{where}-{precision}-r{rnd}")
         s, wall = recipe.run_ringtrain(where, ringtrain_argv(where, precision, run_dir), run_dir)
         return {"wall_s": wall, "train_s_to_target": s.get("time_to_target_s"), "accuracy":
                 s.get("final_test_accuracy"), "epochs": s.get("epochs_completed"),
-                "peak_rss_mb": max((r.get("peak_rss_mb") or 0 for r in s.get("ranks") or []), default=None)}
+                "peak_rss_mb": max((r.get("peak_rss_mb") or 0 for r in s.get("ranks") or []), default=None),
+                "data_share": rundata.phase_share(s, "data")}
 
     names = [f"{w} {x}" for w, x in items]
     with tempfile.TemporaryDirectory(prefix="bench-tta-") as tmp:
@@ -103,7 +107,7 @@ def reached(runs):
 def report(args, results, names, sides, params, load_before):
     t = Table("where", "precision", "side", "reached", "wall s to target (launch to exit)", "train s to target",
               "epochs", "final accuracy", "wall ratio ringtrain / PyTorch (paired)", "train-time ratio (paired)",
-              "peak RSS MB")
+              "data wait share", "peak RSS MB")
     labels, ratio_lists = [], []
     for item in names:
         where, precision = item.split()
@@ -118,7 +122,7 @@ def report(args, results, names, sides, params, load_before):
             t.add(where, precision, side, f"{sum(1 for r in ok if r)}/{len(runs)}", cell(values(ok, "wall_to_target_s"), 1),
                   cell(values(runs, "train_s_to_target"), 1), cell(values(runs, "epochs"), 0),
                   cell(values(runs, "accuracy"), 4), cell(wall_ratio, 2), cell(train_ratio, 2),
-                  cell(values(runs, "peak_rss_mb"), 0))
+                  cell(values(runs, "data_share"), 3), cell(values(runs, "peak_rss_mb"), 0))
             if wall_ratio:
                 labels.append(item)
                 ratio_lists.append(wall_ratio)
