@@ -90,8 +90,9 @@ def parser():
                    help="run repeat 1 of every combination, then repeat 2, ...: timings compared "
                         "across combinations then share the background load")
     t = p.add_argument_group("training (everything after -- is appended to every `ringtrain train`)")
-    t.add_argument("--model", default="lenet5", help="(default lenet5)")
-    t.add_argument("--dataset", default="fashion-mnist", help="(default fashion-mnist)")
+    t.add_argument("--model", default="lenet5", help="(default lenet5; any of `ringtrain models`)")
+    t.add_argument("--dataset", default="fashion-mnist", help="(default fashion-mnist; folder and packed need --data-dir)")
+    t.add_argument("--data-dir", metavar="DIR", help="the dataset's --data-dir (e.g. DIR/train/<class> of a folder)")
     t.add_argument("--epochs", type=posint, default=1, metavar="E", help="(default 1)")
     t.add_argument("--checkpoint-every", type=posint, default=1, metavar="N",
                    help="with --checkpoint on (default 1)")
@@ -122,7 +123,7 @@ def add_launch_options(p):
 
 # Options whose value may start with '-' (--mpirun-arg --oversubscribe): argparse would take
 # such a value for an option, so they are joined into --opt=value before parsing.
-DASH_VALUES = ("--mpirun-arg", "--launcher", "--bin", "--out", "--hostfile", "--model", "--dataset")
+DASH_VALUES = ("--mpirun-arg", "--launcher", "--bin", "--out", "--hostfile", "--model", "--dataset", "--data-dir")
 
 
 def parse_args(argv):
@@ -146,6 +147,8 @@ def parse_args(argv):
                         ("--launcher", args.launcher), ("--out", args.out)):
         if value is not None and not value.strip():
             p.error(f"{flag} needs a value")
+    if args.dataset in ("folder", "packed") and not args.data_dir:  # else every run would fail alike
+        p.error(f"--dataset {args.dataset} needs --data-dir DIR")
     args.train_extra = extra
     args.launch_opts = launch_options(args)
     args.launcher_argv = shlex.split(args.launcher) if args.launcher else [os.path.join(HERE, "run.sh")]
@@ -246,7 +249,7 @@ def command(args, run, run_dir):
         cmd += ["--ppn", str(run["ppn"])]
     cmd += args.launch_opts + ["--", "train", "--model", args.model, "--dataset", args.dataset,
                                "--epochs", str(args.epochs), "--batch-size", str(run["per_rank"]),
-                               "--run-dir", run_dir]
+                               "--run-dir", run_dir] + (["--data-dir", args.data_dir] if args.data_dir else [])
     slot = run["slot"]
     if is_async(slot):
         cmd += ["--mode", "async", "--servers", str(args.servers)]
@@ -281,7 +284,7 @@ def write_sweep_json(args, n_runs):
     # report can say e.g. that they ran on an emulated cluster with 1 Gbit/s links.
     launch = " ".join(args.launcher_argv).replace(REPO + "/", "")
     write_json(os.path.join(args.out, "sweep.json"), {
-        "scaling": args.scaling, "model": args.model, "dataset": args.dataset,
+        "scaling": args.scaling, "model": args.model, "dataset": args.dataset, "data_dir": args.data_dir or "",
         "epochs": args.epochs, "repeats": args.repeats, "modes": " ".join(args.modes),
         "servers": args.servers, "hostfile": args.hostfile or "",
         "train_extra": " ".join(args.train_extra), "launcher": launch,
