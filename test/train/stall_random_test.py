@@ -90,16 +90,23 @@ def stall_lines(lines):
 
 def stop_in_checkpoint_write(run_dir, log, number, victim, pid, others):
     """SIGSTOPs `victim` (rank 0, the writer) while the test hook holds it inside a checkpoint
-    write: once its .tmp file exists and every other rank has warned naming it as last seen
+    write: once a .tmp file has appeared (seen within 1 s of the write's start: a hold met near
+    its end could end before the stop) and every other rank has warned naming it as last seen
     writing that checkpoint (so each one's news of it says so). Returns the checkpoint's step."""
+    def age(path):  # since the write put its header in the .tmp and began its hold
+        try:
+            return time.time() - os.stat(path).st_mtime
+        except FileNotFoundError:
+            return HOLD_S
     end = time.time() + 60
-    while not (tmps := glob.glob(os.path.join(run_dir, "checkpoints", "ckpt-*.rtck.tmp"))):
+    while not (young := [t for t in glob.glob(os.path.join(run_dir, "checkpoints", "ckpt-*.rtck.tmp")) if age(t) < 1.0]):
         if time.time() > end:
             sys.exit(f"FAIL: launch {number}: no checkpoint write began in 60 s:\n" + "\n".join(read(log)))
         time.sleep(0.02)
-    step = int(re.search(r"ckpt-0*(\d+)\.rtck\.tmp$", tmps[0]).group(1))
+    tmp = young[0]
+    step = int(re.search(r"ckpt-0*(\d+)\.rtck\.tmp$", tmp).group(1))
     seen = re.compile(rf"rank {victim} on \S+ \[[^]]*last seen: step {step}, writing checkpoint,")
-    deadline = time.time() + HOLD_S - 1.5
+    deadline = time.time() - age(tmp) + HOLD_S - 1.5
     while True:
         warned = {int(m.group(1)) for m in stall_lines(read(log)) if m.group(2) == "warning" and seen.search(m.group(3))}
         if warned >= set(others):
@@ -110,7 +117,7 @@ def stop_in_checkpoint_write(run_dir, log, number, victim, pid, others):
                      + "\n".join(read(log)))
         time.sleep(0.05)
     os.kill(pid, signal.SIGSTOP)
-    if not os.path.exists(tmps[0]):  # a stopped writer cannot rename its .tmp
+    if not os.path.exists(tmp):  # a stopped writer cannot rename its .tmp
         sys.exit(f"FAIL: launch {number}: the write of checkpoint {step} had ended before the stop")
     return step
 
