@@ -212,9 +212,10 @@ def check(lines, code, victim, host, number, stops, held_step=None):
         elif named != [(str(victim), host)]:
             bad.append(f"expected exactly rank {victim} on {host}: {m.group(0)}")
         ending = ending or m.group(2) == "error"
-    if held_step is not None:
-        where = f"last seen: step {held_step}, writing checkpoint,"
-        bad += [f"not named as {where!r}: {m.group(0)}" for m in errors if NAMED.findall(m.group(3)) and where not in m.group(3)]
+    if held_step is not None:  # named as stopped (silent), where it was, and no stale bucket in the wait
+        where = rf"\[silent for \S+ s; last seen: step {held_step}, writing checkpoint,"
+        bad += [f"not named as {where!r}, or a bucket named: {m.group(0)}" for m in errors
+                if NAMED.findall(m.group(3)) and (not re.search(where, m.group(3)) or "bucket" in m.group(0))]
     if not errors:
         bad.append(f"no stall timeout error from the ranks that waited for rank {victim}")
     if len(warnings) < stops - 1:
