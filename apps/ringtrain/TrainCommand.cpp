@@ -64,6 +64,12 @@ void TrainCommand::add_model_options(CLI::App& t) {
   t.add_option("--model", c.model, "Model: " + joined(model_names()) + " (see 'ringtrain models')")
       ->capture_default_str()
       ->check(CLI::IsMember(model_names()));
+  t.add_option("--model-file", c.model_file,
+               "Train the network of this ONNX file (torch.onnx.export in TRAINING or PRESERVE mode, opset 13-17) from "
+               "its weights instead of a zoo model; checkpoints carry its graph")
+      ->excludes("--model");
+  t.add_flag("--init", c.init_weights, "With --model-file: initialise the weights as the zoo would, not from the file")
+      ->needs("--model-file");
   data_.add(t, c.data);
   t.add_flag("--augment", c.data.augment, "Random crop (pad 4) and horizontal flip of training images");
   t.add_option("--precision", c.precision,

@@ -35,6 +35,12 @@ EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test,
 EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint,
                                const std::optional<DatasetConfig>& data, int batch_size);
 
+// Evaluates the network and weights of an ONNX file (every rank reads it) on data's test split,
+// as evaluate_model. Throws CollectiveError on every rank for a file that cannot be read or a
+// graph that does not fit the data.
+EvalResult evaluate_model_file(Communicator& comm, const std::filesystem::path& file, const DatasetConfig& data,
+                               int batch_size);
+
 // The checkpoint's model with its parameters and running statistics, read by this process
 // alone (no MPI). Throws std::runtime_error naming the file for a missing, corrupt or
 // inconsistent checkpoint.
