@@ -16,7 +16,9 @@ bool is_onnx_model_name(const std::string& name) { return name.rfind(kOnnxModelP
 
 Model onnx_model(OnnxNetwork net) {
   std::map<std::string, std::vector<float>> params = std::move(net.params), buffers = std::move(net.buffers);
-  Model model(kOnnxModelPrefix + net.name, std::move(net.graph), net.input, net.classes);
+  // A graph ringtrain exported is named after its model, prefix included: not doubled.
+  const std::string name = is_onnx_model_name(net.name) ? net.name : kOnnxModelPrefix + net.name;
+  Model model(name, std::move(net.graph), net.input, net.classes);
   model.init(0);
   if (!params.empty()) {
     auto dst = model.params();
