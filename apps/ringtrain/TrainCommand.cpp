@@ -14,6 +14,7 @@
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
 #include "run/StopSignals.h"
+#include "run/Evaluate.h"
 #include "train/Trainer.h"
 
 namespace ringtrain {
@@ -278,6 +279,9 @@ int TrainCommand::run(Communicator& comm) {
   config.data = data_.resolve();
   if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
   config.overlap = overlap_;
+  // A checkpoint of a model read from ONNX carries its graph: --resume needs no --model-file.
+  if (!config.resume.empty() && config.resume != "auto" && config.model_file.empty() && app_->count("--model") == 0)
+    adopt_checkpoint_graph(config.resume, config);
   // This run's own paths stay as comments: a rerun from the file gets a new run directory
   // (and would otherwise write over this one).
   config.rerun_config =

@@ -138,6 +138,7 @@ void OnnxImporter::import(const onnx::NodeProto& n) {
     if (op == "LRN") return lrn(n);
     if (op == "Constant") return constant_node(n);
     if (op == "Identity") {
+      if (n.input_size() != 1) fail(n, "expects one input");
       if (is_constant(n.input(0))) return add_constant(n.output(0), constants_.at(n.input(0)));
       alias_[n.output(0)] = in(n, 0);
       return;

@@ -20,10 +20,14 @@ namespace {
 
 // The one value of a per-axis attribute whose entries must all agree; 0 if they differ.
 std::int64_t uniform(const std::vector<std::int64_t>& v) {
+  if (v.empty()) return 0;
   for (const auto x : v)
-    if (x != v.at(0)) return 0;
-  return v.empty() ? 0 : v[0];
+    if (x != v[0]) return 0;
+  return v[0];
 }
+
+// Sizes a layer takes as int: anything past 2^24 is no image network's (and would overflow).
+constexpr std::int64_t kMaxSize = std::int64_t{1} << 24;
 
 }  // namespace
 
@@ -41,9 +45,11 @@ void OnnxImporter::conv(const onnx::NodeProto& n) {
   const std::int64_t stride = uniform(ints_attribute(n, "strides", {1, 1}));
   const std::int64_t dilation = uniform(ints_attribute(n, "dilations", {1, 1}));
   if (stride < 1 || dilation < 1) fail(n, "strides and dilations must be equal on both axes and positive");
+  if (k > kMaxSize || stride > kMaxSize || dilation > kMaxSize || w0.dims[0] > kMaxSize)
+    fail(n, "kernel, stride, dilation or channels out of range");
   const std::vector<std::int64_t> pads = ints_attribute(n, "pads", {0, 0, 0, 0});
   std::int64_t pad = uniform(pads);
-  if (pads.size() != 4 || pad < 0 || (pad == 0 && pads != std::vector<std::int64_t>(4, 0)))
+  if (pads.size() != 4 || pad < 0 || pad > kMaxSize || (pad == 0 && pads != std::vector<std::int64_t>(4, 0)))
     fail(n, "pads must be equal on all four sides");
   const std::string auto_pad = string_attribute(n, "auto_pad", "NOTSET");
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -56,7 +62,7 @@ void OnnxImporter::conv(const onnx::NodeProto& n) {
     fail(n, fmt::format("auto_pad {} is not supported", auto_pad));
   }
   const std::int64_t groups = int_attribute(n, "group", 1);
-  if (groups < 1 || w0.dims[1] * groups != d[1])
+  if (groups < 1 || groups > kMaxSize || w0.dims[1] * groups != d[1])
     fail(n, fmt::format("shapes do not fit: input has {} channels, weight [{}] with group {} takes {}", d[1],
                         fmt::join(w0.dims, ", "), groups, w0.dims[1] * groups));
   const bool bias = n.input_size() > 2 && !n.input(2).empty();
@@ -105,6 +111,7 @@ void OnnxImporter::pool(const onnx::NodeProto& n, bool max) {
   const std::int64_t k = uniform(kernel), stride = uniform(ints_attribute(n, "strides", {1, 1})), pad = uniform(pads);
   if (kernel.size() != 2 || k < 1) fail(n, "kernel_shape must be square and positive");
   if (stride < 1) fail(n, "strides must be equal on both axes");
+  if (k > kMaxSize || stride > kMaxSize || pad > kMaxSize) fail(n, "kernel, stride or pads out of range");
   if (pads.size() != 4 || pad < 0 || (pad == 0 && pads != std::vector<std::int64_t>(4, 0)))
     fail(n, "pads must be equal on all four sides");
   if (int_attribute(n, "ceil_mode", 0) != 0) fail(n, "ceil_mode 1 is not supported");
@@ -130,6 +137,7 @@ void OnnxImporter::linear(const onnx::NodeProto& n, const OnnxTensor& w, bool tr
   if (features != d[1])
     fail(n, fmt::format("shapes do not fit: input has {} features, weight [{}] takes {}", d[1], fmt::join(w.dims, ", "),
                         features));
+  if (out < 1 || out > kMaxSize) fail(n, fmt::format("{} outputs out of range", out));
   const std::string name = layer_name(n);
   if (w.has_data) {
     // ringtrain keeps (out, in), as Gemm with transB = 1 and PyTorch's Linear.

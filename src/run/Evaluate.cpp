@@ -142,6 +142,15 @@ Model load_model(const std::filesystem::path& checkpoint) {
   return model;
 }
 
+bool adopt_checkpoint_graph(const std::filesystem::path& checkpoint, TrainConfig& config) {
+  const Json meta = Checkpoint::verify(Checkpoint::read_file(checkpoint), checkpoint.string());
+  const std::string& model = meta.at("model").as_string();
+  if (!is_onnx_model_name(model)) return false;
+  config.model = model;
+  config.model_graph = meta.at("model_graph").as_string();  // verify() checked that it is there
+  return true;
+}
+
 Json describe_checkpoint(const std::filesystem::path& checkpoint) {
   const auto bytes = Checkpoint::read_file(checkpoint);
   const CheckpointData ck = Checkpoint::deserialize(bytes, checkpoint.string());

@@ -10,6 +10,7 @@
 #include "nn/Model.h"
 #include "checkpoint/CheckpointMeta.h"
 #include "common/Json.h"
+#include "config/TrainConfig.h"
 
 namespace ringtrain {
 
@@ -45,6 +46,11 @@ EvalResult evaluate_model_file(Communicator& comm, const std::filesystem::path& 
 // alone (no MPI). Throws std::runtime_error naming the file for a missing, corrupt or
 // inconsistent checkpoint.
 Model load_model(const std::filesystem::path& checkpoint);
+
+// --resume of a checkpoint without --model or --model-file: if it holds a model read from ONNX,
+// config takes its name and graph (the weights come with the resume) and true is returned.
+// Throws std::runtime_error naming the file for a checkpoint that cannot be read.
+bool adopt_checkpoint_graph(const std::filesystem::path& checkpoint, TrainConfig& config);
 
 // The checkpoint's metadata plus its section sizes, after full validation.
 Json describe_checkpoint(const std::filesystem::path& checkpoint);

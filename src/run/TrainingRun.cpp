@@ -98,11 +98,17 @@ void TrainingRun::load_data_and_model() {
   config.schedule.total_epochs = config.epochs;
   data = load_dataset(config.data);
   config.check_batch_memory(data.train->shape());  // sizes from flags, before any allocation
-  if (config.model_file.empty()) {
+  if (!config.model_file.empty()) {
+    load_model_file();
+  } else if (!config.model_graph.empty()) {
+    // A resume of a model read from ONNX: its checkpoint's graph; the weights come with the resume.
+    Json meta = Json::object();
+    meta.set("model", config.model);
+    meta.set("model_graph", config.model_graph);
+    model_ = std::make_unique<Model>(checkpoint_model(meta, data.train->shape(), data.train->classes(), config.resume));
+  } else {
     model_ = std::make_unique<Model>(config.model, data.train->shape(), data.train->classes());
     model_->init(config.seed);
-  } else {
-    load_model_file();
   }
   model_->set_precision(precision);
   schedule = std::make_unique<LrSchedule>(config.schedule);
