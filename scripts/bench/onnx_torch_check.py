@@ -10,7 +10,7 @@ of random images as a CIFAR-10 binary set, then
   every parameter's update (before minus after) against PyTorch's, as the relative error
   ||u_rt - u_pt|| / ||u_pt|| per tensor; the largest is printed.
 
-usage: onnx_torch_check.py RINGTRAIN [--models resnet18,mobilenet_v2] [--batch 16] [--size 32]
+usage: onnx_torch_check.py RINGTRAIN [--models resnet18,mobilenet_v2] [--batch 16] [--verbose]
 """
 import argparse
 import json
@@ -43,7 +43,7 @@ def rel(a, b):
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
 
 
-def check(ringtrain, name, batch, tmp):
+def check(ringtrain, name, batch, tmp, verbose):
     torch.manual_seed(0)
     m = getattr(torchvision.models, name)(num_classes=10)
     if name == "mobilenet_v2":
@@ -88,18 +88,27 @@ def check(ringtrain, name, batch, tmp):
     after_graph = onnx.load(after_file).graph
     by_node = {n.name: list(n.input) for n in after_graph.node}
     after = {t.name: numpy_helper.to_array(t) for t in after_graph.initializer}
-    worst, worst_name = 0.0, ""
+    errors = []
     for pname, p in m.named_parameters():
         node, k = slot[pname]
         # ringtrain names each layer after its node and keeps PyTorch's layouts (Gemm transB = 1).
         rt_after = after[by_node[node][k]]
         pt_update = (before[pname] - p.detach()).numpy()
         rt_update = before[pname].numpy() - rt_after
-        e = rel(rt_update, pt_update)
-        if e > worst:
-            worst, worst_name = e, pname
+        errors.append((rel(rt_update, pt_update), pname, float(np.linalg.norm(pt_update))))
+    # An update that is zero in exact arithmetic (the shift of a batch norm whose output only a
+    # training-mode batch norm reads: its gradient sums to 0) is rounding noise in both: left out
+    # of the relative figures, counted.
+    largest = max(norm for _, _, norm in errors)
+    noise = [x for x in errors if x[2] < 1e-5 * largest]
+    errors = sorted((x for x in errors if x[2] >= 1e-5 * largest), reverse=True)
+    worst = errors[0][0]
+    if verbose:
+        for e, pname, norm in [x for x in errors if x[0] > 1e-4]:
+            print(f"  {pname}: rel error {e:.2e}, |update| {norm:.3e}")
     print(f"{name}: eval loss ringtrain {rt_loss:.9g} PyTorch {pt_loss:.9g} rel {abs(rt_loss - pt_loss) / pt_loss:.2e}; "
-          f"SGD step updates: worst rel error {worst:.2e} ({worst_name}) over {len(before)} tensors")
+          f"SGD step updates: worst rel error {worst:.2e} ({errors[0][1]}), median {errors[len(errors) // 2][0]:.2e} "
+          f"over {len(errors)} tensors ({len(noise)} more with updates below 1e-5 of the largest: zero up to rounding)")
     return abs(rt_loss - pt_loss) / pt_loss <= 1e-4 and worst <= 1e-4
 
 
@@ -108,10 +117,11 @@ def main():
     ap.add_argument("ringtrain")
     ap.add_argument("--models", default="resnet18,mobilenet_v2")
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--verbose", action="store_true", help="print every tensor whose update is off by more than 1e-4")
     args = ap.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="onnx_torch_") as tmp:
-        ok = [check(args.ringtrain, n, args.batch, tmp) for n in args.models.split(",")]
+        ok = [check(args.ringtrain, n, args.batch, tmp, args.verbose) for n in args.models.split(",")]
     print("within 1e-4" if all(ok) else "OUTSIDE 1e-4")
     raise SystemExit(0 if all(ok) else 1)
 
