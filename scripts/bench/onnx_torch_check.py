@@ -8,11 +8,13 @@ of random images as a CIFAR-10 binary set, then
   mean cross-entropy of the same batch in eval mode;
 - one SGD step (lr 0.1, no momentum, no weight decay) in training mode over the same batch:
   every parameter's update (before minus after) against PyTorch's, as the relative error
-  ||u_rt - u_pt|| / ||u_pt|| per tensor; the largest is printed.
+  ||u_rt - u_pt|| / ||u_pt|| per tensor (worst and median), and both against PyTorch in fp64,
+  which shows how much of the difference fp32 rounding alone makes.
 
 usage: onnx_torch_check.py RINGTRAIN [--models resnet18,mobilenet_v2] [--batch 16] [--verbose]
 """
 import argparse
+import copy
 import json
 import os
 import subprocess
@@ -37,6 +39,17 @@ def write_cifar(d, images, labels):
             f.write(b"".join(rec(i) for i in idx))
     with open(os.path.join(d, "test_batch.bin"), "wb") as f:
         f.write(b"".join(rec(i) for i in range(len(labels))))
+
+
+def sgd_updates(model, x, y, dtype):
+    """before - after of one SGD step (lr 0.1, no momentum) of a copy of model, per parameter, as float64."""
+    model = copy.deepcopy(model).to(dtype).train()
+    before = {k: v.detach().clone() for k, v in model.named_parameters()}
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.0)
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(model(x.to(dtype)), y).backward()
+    opt.step()
+    return {k: (before[k] - v.detach()).double().numpy() for k, v in model.named_parameters()}
 
 
 def rel(a, b):
@@ -67,13 +80,9 @@ def check(ringtrain, name, batch, tmp, verbose):
                          env=ENV, capture_output=True, text=True, check=True).stdout
     rt_loss = json.loads(out)["loss"]
 
-    # One SGD step in training mode.
-    before = {k: v.detach().clone() for k, v in m.named_parameters()}
-    m.train()
-    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.0)
-    opt.zero_grad()
-    torch.nn.functional.cross_entropy(m(x), y).backward()
-    opt.step()
+    # One SGD step in training mode, in fp32 and, as the reference both are judged by, in fp64.
+    pt_update = sgd_updates(m, x, y, torch.float32)
+    ref_update = sgd_updates(m, x, y, torch.float64)
     run_dir = os.path.join(tmp, name + "-run")
     subprocess.run([ringtrain, "train", "--model-file", path, *flags, "--batch-size", str(batch), "--max-steps", "1",
                     "--epochs", "1", "--lr", "0.1", "--momentum", "0", "--lr-schedule", "constant", "--quiet",
@@ -88,27 +97,31 @@ def check(ringtrain, name, batch, tmp, verbose):
     after_graph = onnx.load(after_file).graph
     by_node = {n.name: list(n.input) for n in after_graph.node}
     after = {t.name: numpy_helper.to_array(t) for t in after_graph.initializer}
-    errors = []
+    rt_update = {}
     for pname, p in m.named_parameters():
         node, k = slot[pname]
         # ringtrain names each layer after its node and keeps PyTorch's layouts (Gemm transB = 1).
-        rt_after = after[by_node[node][k]]
-        pt_update = (before[pname] - p.detach()).numpy()
-        rt_update = before[pname].numpy() - rt_after
-        errors.append((rel(rt_update, pt_update), pname, float(np.linalg.norm(pt_update))))
+        rt_update[pname] = p.detach().double().numpy() - after[by_node[node][k]].astype(np.float64)
     # An update that is zero in exact arithmetic (the shift of a batch norm whose output only a
-    # training-mode batch norm reads: its gradient sums to 0) is rounding noise in both: left out
-    # of the relative figures, counted.
-    largest = max(norm for _, _, norm in errors)
-    noise = [x for x in errors if x[2] < 1e-5 * largest]
-    errors = sorted((x for x in errors if x[2] >= 1e-5 * largest), reverse=True)
-    worst = errors[0][0]
+    # training-mode batch norm reads: its gradient sums to 0) is rounding noise in all three:
+    # left out of the relative figures.
+    largest = max(np.linalg.norm(v) for v in ref_update.values())
+    kept = [k for k in ref_update if np.linalg.norm(ref_update[k]) >= 1e-5 * largest]
+    vs_pt = sorted(((rel(rt_update[k], pt_update[k]), k) for k in kept), reverse=True)
+    vs_ref = sorted(((rel(rt_update[k], ref_update[k]), k) for k in kept), reverse=True)
+    pt_ref = sorted(((rel(pt_update[k], ref_update[k]), k) for k in kept), reverse=True)
     if verbose:
-        for e, pname, norm in [x for x in errors if x[0] > 1e-4]:
-            print(f"  {pname}: rel error {e:.2e}, |update| {norm:.3e}")
-    print(f"{name}: eval loss ringtrain {rt_loss:.9g} PyTorch {pt_loss:.9g} rel {abs(rt_loss - pt_loss) / pt_loss:.2e}; "
-          f"SGD step updates: worst rel error {worst:.2e} ({errors[0][1]}), median {errors[len(errors) // 2][0]:.2e} "
-          f"over {len(errors)} tensors ({len(noise)} more with updates below 1e-5 of the largest: zero up to rounding)")
+        for e, k in vs_pt:
+            if e > 1e-4:
+                print(f"  {k}: vs PyTorch fp32 {e:.2e}, vs fp64 {rel(rt_update[k], ref_update[k]):.2e} "
+                      f"(PyTorch fp32 vs fp64 {rel(pt_update[k], ref_update[k]):.2e})")
+    med = lambda e: e[len(e) // 2][0]
+    worst = vs_pt[0][0]
+    print(f"{name}: eval loss ringtrain {rt_loss:.9g} PyTorch {pt_loss:.9g} rel {abs(rt_loss - pt_loss) / pt_loss:.2e}")
+    print(f"{name}: SGD step updates over {len(kept)} tensors ({len(ref_update) - len(kept)} zero up to rounding left out), "
+          f"relative error worst / median: ringtrain vs PyTorch fp32 {worst:.2e} ({vs_pt[0][1]}) / {med(vs_pt):.2e}; "
+          f"ringtrain vs fp64 {vs_ref[0][0]:.2e} / {med(vs_ref):.2e}; PyTorch fp32 vs fp64 {pt_ref[0][0]:.2e} / "
+          f"{med(pt_ref):.2e}")
     return abs(rt_loss - pt_loss) / pt_loss <= 1e-4 and worst <= 1e-4
 
 

@@ -123,13 +123,12 @@ void OnnxImporter::import(const onnx::NodeProto& n) {
                           supported_onnx_ops()));
     if (op == "Conv") return conv(n);
     if (op == "BatchNormalization") return batchnorm(n);
-    if (op == "Relu") return only_attributes(n, {}), push(n, std::make_unique<ReLU>(layer_name(n)), {in(n, 0)});
+    if (op == "Relu") return unary(n, std::make_unique<ReLU>(layer_name(n)));
     if (op == "Clip") return clip(n);
     if (op == "Add" || op == "Sum") return add(n);
     if (op == "Concat") return concat(n);
     if (op == "MaxPool" || op == "AveragePool") return pool(n, op == "MaxPool");
-    if (op == "GlobalAveragePool")
-      return only_attributes(n, {}), push(n, std::make_unique<GlobalAvgPool2d>(layer_name(n)), {in(n, 0)});
+    if (op == "GlobalAveragePool") return unary(n, std::make_unique<GlobalAvgPool2d>(layer_name(n)));
     if (op == "Gemm") return gemm(n);
     if (op == "MatMul") return matmul(n);
     if (op == "Flatten") return flatten(n);
@@ -147,6 +146,11 @@ void OnnxImporter::import(const onnx::NodeProto& n) {
   } catch (const std::invalid_argument& e) {
     fail(n, e.what());  // a layer's constructor or an attribute of the wrong type
   }
+}
+
+void OnnxImporter::unary(const onnx::NodeProto& n, std::unique_ptr<Layer> layer) {
+  only_attributes(n, {});
+  push(n, std::move(layer), {in(n, 0)});
 }
 
 void OnnxImporter::constant_node(const onnx::NodeProto& n) {

@@ -57,6 +57,8 @@ class OnnxImporter {
   const onnx::NodeProto* sole_reader(const onnx::NodeProto& n) const;
   void only_attributes(const onnx::NodeProto& n, const std::set<std::string>& known) const;
 
+  // An op without attributes or weights on one input (Relu, GlobalAveragePool).
+  void unary(const onnx::NodeProto& n, std::unique_ptr<Layer> layer);
   void conv(const onnx::NodeProto& n);
   void batchnorm(const onnx::NodeProto& n);
   void clip(const onnx::NodeProto& n);

@@ -51,7 +51,7 @@ void write_onnx_seeds(const std::filesystem::path& dir) {
   ZooBuilder b("seed", input);
   b.conv(4, 3, 1, 1).bn().relu();
   const std::string stem = b.current();
-  b.grouped_conv(4, 3, 1, 2, 4, false).relu6();
+  b.grouped_conv(4, 3, 1, 1, 4, false).relu6();
   b.add({b.current(), stem}, true);
   b.concat({b.current(), stem}).lrn().maxpool(2, 2).avgpool(1, 1).global_avgpool().dropout(0.25f).linear(3);
   Model model("seed", b.take(), input, 3);
