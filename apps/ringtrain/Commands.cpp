@@ -13,7 +13,10 @@
 #include "datasets/DatasetReport.h"
 #include "datasets/FolderReport.h"
 #include "export/OnnxExport.h"
+#include "common/Json.h"
 #include "nn/Model.h"
+#include "onnx/OnnxModel.h"
+#include "onnx/OnnxReader.h"
 #include "run/Evaluate.h"
 #include "trace/Trace.h"
 #include "train/Trainer.h"
@@ -29,9 +32,14 @@ void Commands::add_eval(CLI::App& app) {
   auto* e = app.add_subcommand(
       "eval",
       "Evaluate a checkpoint on the test split of the data it was trained on, or of --dataset and its "
-      "options when given (under mpirun: sharded, exact)");
+      "options when given; or the network and weights of an ONNX file (under mpirun: sharded, exact)");
   eval_ = e;
-  e->add_option("--checkpoint", eval_checkpoint_, "Checkpoint file")->required();
+  auto* checkpoint = e->add_option("--checkpoint", eval_checkpoint_, "Checkpoint file");
+  auto* file = e->add_option("--model-file", eval_model_file_,
+                             "ONNX file to evaluate instead of a checkpoint (its weights, on --dataset's test split)");
+  checkpoint->excludes(file);
+  file->excludes(checkpoint);
+  e->add_flag("--json", eval_json_, "Print the result as one JSON object, loss and accuracy at full precision");
   eval_data_options_.add(*e, eval_data_);
   e->add_option("--batch-size", eval_batch_, "Batch size per rank")->capture_default_str()->check(at_least(1));
 }
@@ -42,6 +50,7 @@ void Commands::add_local(CLI::App& app) {
   models_->add_option("--classes", models_classes_, "Number of classes")
       ->capture_default_str()
       ->check(at_least(2));
+  models_->add_option("--model-file", models_file_, "Describe the network of this ONNX file instead of the zoo");
   models_->add_option("--model", models_name_, "Only this model (an input it cannot take is then an error)")
       ->check(CLI::IsMember([] {
         std::vector<std::string> names;
@@ -67,7 +76,12 @@ void Commands::add_local(CLI::App& app) {
       "export", fmt::format("Write a checkpoint's model as ONNX (opset {}): input (N, C, H, W) normalised as in "
                             "training, output logits (N, classes); dropout as Identity, batch norm on running statistics",
                             kOnnxOpset));
-  export_->add_option("--checkpoint", export_checkpoint_, "Checkpoint file, e.g. <run-dir>/model.rtck")->required();
+  auto* from_checkpoint =
+      export_->add_option("--checkpoint", export_checkpoint_, "Checkpoint file, e.g. <run-dir>/model.rtck");
+  auto* from_file = export_->add_option("--model-file", export_model_file_,
+                                        "ONNX file to read and write back (its supported ops, untrained)");
+  from_checkpoint->excludes(from_file);
+  from_file->excludes(from_checkpoint);
   export_->add_option("--onnx", export_onnx_, "Output file (written whole or not at all)")->required();
 
   trace_ = app.add_subcommand("trace", "Merge a run's rank logs into one Chrome trace (trace.json)");
@@ -125,15 +139,29 @@ int Commands::list_models() const {
   return 0;
 }
 
+// One ONNX file's network: its layers, parameters, FLOPs.
+int Commands::describe_model_file() const {
+  OnnxNetwork net = read_onnx(models_file_);
+  const bool has_batchnorm = net.has_batchnorm;
+  const Model model = onnx_model(std::move(net));
+  fmt::print("{}", model.signature());
+  fmt::print("{}: {}, input N x {}, {} classes, {} params, {:.2f} MFLOP/image{}\n", models_file_, model.name(),
+             model.input_shape().str(), model.classes(), model.num_params(), model.flops_per_image() / 1e6,
+             has_batchnorm ? "" : " (no batch norm: an eval-mode export?)");
+  return 0;
+}
+
 int Commands::run_local() {
-  if (models_->parsed()) return list_models();
+  if (models_->parsed()) return models_file_.empty() ? list_models() : describe_model_file();
   if (datasets_->parsed()) return run_datasets();
   if (inspect_->parsed()) {
     fmt::print("{}\n", describe_checkpoint(inspect_path_).dump(2));
     return 0;
   }
   if (export_->parsed()) {
-    const Model model = load_model(export_checkpoint_);
+    if (export_checkpoint_.empty() == export_model_file_.empty())
+      throw std::invalid_argument("export: give --checkpoint or --model-file");
+    const Model model = export_checkpoint_.empty() ? onnx_model(read_onnx(export_model_file_)) : load_model(export_checkpoint_);
     write_onnx(model, export_onnx_);
     const ImageShape in = model.input_shape();
     fmt::print("wrote {}: {} ({} params), ONNX opset {}, input N x {}, output N x {} logits\n", export_onnx_,
@@ -154,11 +182,23 @@ int Commands::run_distributed(Communicator& comm) {
   if (train_.parsed()) return train_.run(comm);
   if (eval_->parsed()) {
     // Without --dataset, the checkpoint's own dataset configuration.
+    if (eval_checkpoint_.empty() == eval_model_file_.empty())
+      throw std::invalid_argument("eval: give --checkpoint or --model-file");
     std::optional<DatasetConfig> data;
-    if (eval_->count("--dataset") > 0) data = eval_data_options_.resolve();
-    const EvalResult r = evaluate_checkpoint(comm, eval_checkpoint_, data, eval_batch_);
-    if (comm.rank() == 0) {
-      fmt::print("{}: model {}, {} test samples, loss {:.4f}, accuracy {:.4f}\n", eval_checkpoint_, r.model,
+    if (eval_->count("--dataset") > 0 || !eval_model_file_.empty()) data = eval_data_options_.resolve();
+    const std::string& source = eval_checkpoint_.empty() ? eval_model_file_ : eval_checkpoint_;
+    const EvalResult r = eval_checkpoint_.empty() ? evaluate_model_file(comm, eval_model_file_, *data, eval_batch_)
+                                                  : evaluate_checkpoint(comm, eval_checkpoint_, data, eval_batch_);
+    if (comm.rank() == 0 && eval_json_) {
+      Json j = Json::object();
+      j.set(eval_checkpoint_.empty() ? "model_file" : "checkpoint", source);
+      j.set("model", r.model);
+      j.set("samples", r.samples);
+      j.set("loss", r.loss);
+      j.set("accuracy", r.accuracy);
+      fmt::print("{}\n", j.dump());
+    } else if (comm.rank() == 0) {
+      fmt::print("{}: model {}, {} test samples, loss {:.4f}, accuracy {:.4f}\n", source, r.model,
                  r.samples, r.loss, r.accuracy);
     }
     return 0;

@@ -40,10 +40,14 @@ class Commands {
   DatasetConfig eval_data_;
   DataOptions eval_data_options_;
   std::string eval_checkpoint_;
+  std::string eval_model_file_;
+  bool eval_json_ = false;
   int eval_batch_ = 256;
 
   std::string models_shape_;
   std::string models_name_;
+  std::string models_file_;
+  int describe_model_file() const;
   int models_classes_ = 10;
   DatasetConfig datasets_data_;
   DataOptions datasets_options_;
@@ -56,6 +60,7 @@ class Commands {
   std::string trace_dir_;
   std::string trace_out_;
   std::string export_checkpoint_;
+  std::string export_model_file_;
   std::string export_onnx_;
 };
 

@@ -14,6 +14,7 @@
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
 #include "run/StopSignals.h"
+#include "run/Evaluate.h"
 #include "train/Trainer.h"
 
 namespace ringtrain {
@@ -64,6 +65,12 @@ void TrainCommand::add_model_options(CLI::App& t) {
   t.add_option("--model", c.model, "Model: " + joined(model_names()) + " (see 'ringtrain models')")
       ->capture_default_str()
       ->check(CLI::IsMember(model_names()));
+  t.add_option("--model-file", c.model_file,
+               "Train the network of this ONNX file (torch.onnx.export in TRAINING or PRESERVE mode, opset 13-17) from "
+               "its weights instead of a zoo model; checkpoints carry its graph")
+      ->excludes("--model");
+  t.add_flag("--init", c.init_weights, "With --model-file: initialise the weights as the zoo would, not from the file")
+      ->needs("--model-file");
   data_.add(t, c.data);
   t.add_flag("--augment", c.data.augment, "Random crop (pad 4) and horizontal flip of training images");
   t.add_option("--precision", c.precision,
@@ -272,6 +279,9 @@ int TrainCommand::run(Communicator& comm) {
   config.data = data_.resolve();
   if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
   config.overlap = overlap_;
+  // A checkpoint of a model read from ONNX carries its graph: --resume needs no --model-file.
+  if (!config.resume.empty() && config.resume != "auto" && config.model_file.empty() && app_->count("--model") == 0)
+    adopt_checkpoint_graph(config.resume, config);
   // This run's own paths stay as comments: a rerun from the file gets a new run directory
   // (and would otherwise write over this one).
   config.rerun_config =

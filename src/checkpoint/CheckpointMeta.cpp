@@ -147,7 +147,12 @@ void validate_checkpoint_meta(const Json& meta, std::size_t params_floats, const
   const MetaChecker m(meta, "", source);
   const auto version = static_cast<std::int64_t>(Checkpoint::kFormatVersion);
   m.integer("format_version", version, version);
-  m.one_of("model", zoo_names());
+  // A zoo model, or one read from ONNX ("onnx:<name>") whose graph the meta carries.
+  if (m.string("model").rfind("onnx:", 0) == 0)
+    m.kind("model_graph", m.at("model_graph", "the model's ONNX graph in base64").is_string(),
+           "the model's ONNX graph in base64");
+  else
+    m.one_of("model", zoo_names());
   m.string("signature");
   m.shape("input_shape");
   m.integer("classes", 1, kMaxClasses);

@@ -92,6 +92,8 @@ Json checkpoint_meta(const TrainConfig& config, const Model& model, int world, c
   meta.set("format_version", Checkpoint::kFormatVersion);
   meta.set("model", config.model);
   meta.set("signature", model.signature());
+  // A model read from ONNX: its graph, so eval, inspect and export rebuild it from the file alone.
+  if (!config.model_graph.empty()) meta.set("model_graph", config.model_graph);
   meta.set("input_shape", model.input_shape().str());
   meta.set("classes", model.classes());
   meta.set("num_params", model.num_params());

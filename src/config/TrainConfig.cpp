@@ -132,6 +132,10 @@ void TrainConfig::set_folder_json(Json& j) const {
 Json TrainConfig::to_json() const {
   Json j = Json::object();
   j.set("model", model);
+  if (!model_file.empty()) {
+    j.set("model_file", model_file);
+    j.set("init", init_weights);
+  }
   set_data_fields(j, data);
   if (data.name == "folder") set_folder_json(j);
   j.set("epochs", epochs);
@@ -194,7 +198,7 @@ std::string TrainConfig::fingerprint_text() const {
   for (const auto& [key, value] : j.as_object()) {
     // Overlap changes when buckets travel, not which or in what order: ranks may differ.
     // The tuning file's path too: its contents are compared across ranks where it is read.
-    if (key == "data_dir" || key == "snapshot_dir" || key == "tuning" || key == "resume" || key == "log_every" || key == "overlap" || key == "tensorboard" ||
+    if (key == "data_dir" || key == "model_file" || key == "snapshot_dir" || key == "tuning" || key == "resume" || key == "log_every" || key == "overlap" || key == "tensorboard" ||
         key == "loader_threads" || key == "prefetch") {  // loader threads never change a bit
       continue;
     }

@@ -16,6 +16,12 @@ namespace ringtrain {
 struct TrainConfig {
   // What to train on.
   std::string model = "lenet5";
+  // A network read from this ONNX file instead of a zoo model (model becomes "onnx:<stem>").
+  std::string model_file;
+  bool init_weights = false;  // with model_file: initialise as the zoo would, not from the file
+  // Set by the run for a model_file: its graph without weights (base64 ONNX), which every
+  // checkpoint carries. Not a flag, not in to_json().
+  std::string model_graph;
   DatasetConfig data;
 
   // How long.

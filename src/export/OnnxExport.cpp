@@ -2,6 +2,7 @@
 // (onnx::ModelProto and friends), so the file's encoding is protobuf's own.
 #include "export/OnnxExport.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -34,7 +35,8 @@ namespace {
 // node's output) and any extra inputs it is given.
 class GraphBuilder {
  public:
-  explicit GraphBuilder(onnx::GraphProto& graph) : graph_(graph) {}
+  // with_weights false: parameters and running statistics as dims only (a checkpoint's graph).
+  GraphBuilder(onnx::GraphProto& graph, bool with_weights) : graph_(graph), with_weights_(with_weights) {}
 
   onnx::NodeProto& node(const std::string& op, const std::string& name, const std::vector<std::string>& extra_inputs) {
     onnx::NodeProto& n = *graph_.add_node();
@@ -47,8 +49,10 @@ class GraphBuilder {
     return n;
   }
 
-  // An initializer holding count floats at data with the given dims; returns its name.
-  std::string constant(const std::string& name, const std::vector<std::int64_t>& dims, const float* data) {
+  // An initializer holding count floats at data with the given dims; returns its name. An
+  // operator's constant (weight false: Clip's bounds, Dropout's ratio) keeps its data always.
+  std::string constant(const std::string& name, const std::vector<std::int64_t>& dims, const float* data,
+                       bool weight = true) {
     onnx::TensorProto& t = *graph_.add_initializer();
     t.set_name(name);
     t.set_data_type(onnx::TensorProto::FLOAT);
@@ -57,7 +61,8 @@ class GraphBuilder {
       t.add_dims(d);
       count *= static_cast<std::size_t>(d);
     }
-    t.set_raw_data(reinterpret_cast<const char*>(data), count * sizeof(float));  // little-endian, as ONNX stores it
+    if (with_weights_ || !weight)
+      t.set_raw_data(reinterpret_cast<const char*>(data), count * sizeof(float));  // little-endian, as ONNX stores it
     return name;
   }
 
@@ -71,6 +76,7 @@ class GraphBuilder {
 
  private:
   onnx::GraphProto& graph_;
+  bool with_weights_;
   std::string current_ = "input";
 };
 
@@ -109,7 +115,14 @@ void add_conv(GraphBuilder& g, const Conv2d& c) {
 void add_relu6(GraphBuilder& g, const Layer& r) {
   // Clip takes its bounds as (scalar) inputs since opset 11.
   static const float kMin = 0.f, kMax = 6.f;
-  g.node("Clip", r.name(), {g.constant(r.name() + ".min", {}, &kMin), g.constant(r.name() + ".max", {}, &kMax)});
+  g.node("Clip", r.name(),
+         {g.constant(r.name() + ".min", {}, &kMin, false), g.constant(r.name() + ".max", {}, &kMax, false)});
+}
+
+void add_dropout(GraphBuilder& g, const Dropout& d) {
+  // An identity at inference, as ONNX defines it; the ratio stays for whoever trains the file.
+  const float ratio = d.p();
+  g.node("Dropout", d.name(), {g.constant(d.name() + ".ratio", {}, &ratio, false)});
 }
 
 void add_linear(GraphBuilder& g, const Linear& l) {
@@ -146,6 +159,8 @@ void add_batchnorm(GraphBuilder& g, const BatchNorm2d& b) {
                     g.constant(b.name() + ".running_mean", c, running),
                     g.constant(b.name() + ".running_var", c, running + b.channels())});
   real(n, "epsilon", b.eps());
+  // ONNX's momentum is the weight of the old statistics (default 0.9, PyTorch's 0.1).
+  if (std::abs(b.momentum() - 0.1f) > 1e-6f) real(n, "momentum", 1.0f - b.momentum());
 }
 
 void add_add(GraphBuilder& g, const Add& a, const std::vector<std::string>& rest) {
@@ -168,7 +183,7 @@ void add_layer(GraphBuilder& g, const Layer& layer, const std::vector<std::strin
   if (dynamic_cast<const GlobalAvgPool2d*>(&layer) != nullptr)
     return (void)g.node("GlobalAveragePool", layer.name(), {});
   if (dynamic_cast<const Flatten*>(&layer) != nullptr) return integer(g.node("Flatten", layer.name(), {}), "axis", 1);
-  if (dynamic_cast<const Dropout*>(&layer) != nullptr) return (void)g.node("Identity", layer.name(), {});
+  if (const auto* d = dynamic_cast<const Dropout*>(&layer)) return add_dropout(g, *d);
   throw std::invalid_argument(fmt::format("{}: no ONNX export for layer kind '{}'", layer.name(), layer.kind()));
 }
 
@@ -182,7 +197,7 @@ void add_value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& list, c
   for (const auto d : dims) type.mutable_shape()->add_dim()->set_dim_value(d);
 }
 
-onnx::ModelProto build_model(const Model& model) {
+onnx::ModelProto build_model(const Model& model, bool with_weights) {
   onnx::ModelProto m;
   m.set_ir_version(onnx::IR_VERSION);
   m.set_producer_name("ringtrain");
@@ -194,7 +209,7 @@ onnx::ModelProto build_model(const Model& model) {
   graph.set_name(model.name());
   const ImageShape in = model.input_shape();
   add_value(*graph.mutable_input(), "input", {in.channels, in.height, in.width});
-  GraphBuilder g(graph);
+  GraphBuilder g(graph, with_weights);
   const Graph& layers = model.graph();
   std::vector<std::string> names{"input"};  // ONNX name of each value (Graph's numbering)
   for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -212,8 +227,15 @@ onnx::ModelProto build_model(const Model& model) {
 
 }  // namespace
 
+std::string onnx_bytes(const Model& model, bool with_weights) {
+  std::string bytes;
+  if (!build_model(model, with_weights).SerializeToString(&bytes))
+    throw std::runtime_error(fmt::format("model {}: cannot serialise as ONNX", model.name()));
+  return bytes;
+}
+
 void write_onnx(const Model& model, const std::filesystem::path& out) {
-  const onnx::ModelProto proto = build_model(model);
+  const onnx::ModelProto proto = build_model(model, true);
   std::filesystem::path tmp = out;
   tmp += ".tmp";
   {

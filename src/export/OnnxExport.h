@@ -3,16 +3,21 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 
 namespace ringtrain {
 
 class Model;
 
 // The ONNX opset the exported graphs use (Conv, Gemm, Relu, MaxPool, AveragePool,
-// BatchNormalization, LRN, Flatten, Identity for dropout).
+// BatchNormalization, LRN, Flatten, Dropout with its ratio input, Add, Sum, Concat, Clip).
 inline constexpr int kOnnxOpset = 13;
 
-// Writes model (in eval form: dropout as Identity, batch norm on its running statistics) as
+// model as the bytes of an ONNX file; with_weights false: its parameters and running
+// statistics as dims only (the graph a checkpoint carries).
+std::string onnx_bytes(const Model& model, bool with_weights);
+
+// Writes model (dropout as Dropout, an identity at inference; batch norm on its running statistics) as
 // ONNX to out, through a temporary file renamed over out, so a failure leaves no partial
 // file. Input "input" (N, C, H, W) float, normalised as in training; output "logits"
 // (N, classes), before softmax. Throws std::runtime_error naming out on failure.

@@ -16,6 +16,7 @@ class BatchNorm2d : public Layer {
   std::string describe() const override;
   int channels() const noexcept { return channels_; }
   float eps() const noexcept { return eps_; }
+  float momentum() const noexcept { return momentum_; }  // weight of the new batch, as PyTorch counts
   Dims out_shape(const Dims& in) const override;
   std::vector<ParamSpec> param_specs() const override;
   // running_mean (C) then running_var (C).

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@
 #include "checkpoint/CheckpointIo.h"
 #include "checkpoint/Crc32.h"
 #include "common/CollectiveError.h"
+#include "onnx/OnnxModel.h"
+#include "onnx/OnnxReader.h"
 
 namespace ringtrain {
 
@@ -68,6 +71,37 @@ EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test,
   return result;
 }
 
+namespace {
+
+// build() on every rank; a failure on any rank (the same bytes fail alike) throws on all.
+Model built_collectively(Communicator& comm, const std::function<Model()>& build) {
+  std::optional<Model> model;
+  std::string error;
+  try {
+    model.emplace(build());
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  double failed = model ? 0.0 : 1.0;
+  comm.allreduce_sum(std::span(&failed, 1));
+  if (failed > 0.0) throw CollectiveError(error.empty() ? "another rank could not build the model (its error says why)" : error);
+  return std::move(*model);
+}
+
+}  // namespace
+
+EvalResult evaluate_model_file(Communicator& comm, const std::filesystem::path& file, const DatasetConfig& data,
+                               int batch_size) {
+  const DatasetSplits splits = load_dataset(data);
+  Model model = built_collectively(comm, [&] { return onnx_model(read_onnx(file)); });
+  if (model.input_shape() != splits.test->shape() || model.classes() != splits.test->classes())
+    throw CollectiveError(fmt::format("{}: the graph takes {} and gives {} classes, the data has {} and {} classes",
+                                      file.string(), model.input_shape().str(), model.classes(),
+                                      splits.test->shape().str(), splits.test->classes()));
+  const int threads = data.name == "folder" ? default_loader_threads(comm.ranks_on_node()) : 0;
+  return evaluate_model(comm, model, *splits.test, batch_size, threads);
+}
+
 EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint,
                                const std::optional<DatasetConfig>& data, int batch_size) {
   const CheckpointData ck = load_checkpoint_collective(comm, checkpoint);
@@ -83,7 +117,8 @@ EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& 
                                      sizeof(float)}),
                  fmt::format("--batch-size {} (the evaluation batch: {} x {} floats)", batch_size, batch_size,
                              splits.test->shape().str()));
-  Model model(ck.meta.at("model").as_string(), splits.test->shape(), splits.test->classes());
+  Model model = built_collectively(
+      comm, [&] { return checkpoint_model(ck.meta, splits.test->shape(), splits.test->classes(), checkpoint.string()); });
   check_checkpoint_matches(ck, model, checkpoint.string());
   std::copy(ck.params.begin(), ck.params.end(), model.params().begin());
   std::copy(ck.buffers.begin(), ck.buffers.end(), model.buffers().begin());
@@ -100,17 +135,30 @@ Model load_model(const std::filesystem::path& checkpoint) {
   ImageShape shape;
   // validate_checkpoint_meta has checked the form CxHxW with positive sizes.
   std::sscanf(ck.meta.at("input_shape").as_string().c_str(), "%dx%dx%d", &shape.channels, &shape.height, &shape.width);
-  Model model(ck.meta.at("model").as_string(), shape, static_cast<int>(ck.meta.at("classes").as_int()));
+  Model model = checkpoint_model(ck.meta, shape, static_cast<int>(ck.meta.at("classes").as_int()), checkpoint.string());
   check_checkpoint_matches(ck, model, checkpoint.string());  // a CollectiveError is a std::runtime_error
   std::copy(ck.params.begin(), ck.params.end(), model.params().begin());
   std::copy(ck.buffers.begin(), ck.buffers.end(), model.buffers().begin());
   return model;
 }
 
+bool adopt_checkpoint_graph(const std::filesystem::path& checkpoint, TrainConfig& config) {
+  const Json meta = Checkpoint::verify(Checkpoint::read_file(checkpoint), checkpoint.string());
+  const std::string& model = meta.at("model").as_string();
+  if (!is_onnx_model_name(model)) return false;
+  config.model = model;
+  config.model_graph = meta.at("model_graph").as_string();  // verify() checked that it is there
+  return true;
+}
+
 Json describe_checkpoint(const std::filesystem::path& checkpoint) {
   const auto bytes = Checkpoint::read_file(checkpoint);
   const CheckpointData ck = Checkpoint::deserialize(bytes, checkpoint.string());
   Json j = ck.meta;
+  // A model read from ONNX carries its graph (base64): its size says enough here.
+  if (const Json* graph = j.find("model_graph"); graph != nullptr && graph->is_string())
+    j.set("model_graph", fmt::format("<{} characters of base64 ONNX: the model's graph without weights>",
+                                     graph->as_string().size()));
   Json sections = Json::object();
   sections.set("params_floats", ck.params.size());
   sections.set("buffers_floats", ck.buffers.size());

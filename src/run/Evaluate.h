@@ -10,6 +10,7 @@
 #include "nn/Model.h"
 #include "checkpoint/CheckpointMeta.h"
 #include "common/Json.h"
+#include "config/TrainConfig.h"
 
 namespace ringtrain {
 
@@ -35,10 +36,21 @@ EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test,
 EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint,
                                const std::optional<DatasetConfig>& data, int batch_size);
 
+// Evaluates the network and weights of an ONNX file (every rank reads it) on data's test split,
+// as evaluate_model. Throws CollectiveError on every rank for a file that cannot be read or a
+// graph that does not fit the data.
+EvalResult evaluate_model_file(Communicator& comm, const std::filesystem::path& file, const DatasetConfig& data,
+                               int batch_size);
+
 // The checkpoint's model with its parameters and running statistics, read by this process
 // alone (no MPI). Throws std::runtime_error naming the file for a missing, corrupt or
 // inconsistent checkpoint.
 Model load_model(const std::filesystem::path& checkpoint);
+
+// --resume of a checkpoint without --model or --model-file: if it holds a model read from ONNX,
+// config takes its name and graph (the weights come with the resume) and true is returned.
+// Throws std::runtime_error naming the file for a checkpoint that cannot be read.
+bool adopt_checkpoint_graph(const std::filesystem::path& checkpoint, TrainConfig& config);
 
 // The checkpoint's metadata plus its section sizes, after full validation.
 Json describe_checkpoint(const std::filesystem::path& checkpoint);

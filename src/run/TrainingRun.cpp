@@ -16,6 +16,8 @@
 #include "common/CollectiveError.h"
 #include "common/Cores.h"
 #include "common/Fnv1a.h"
+#include "onnx/OnnxModel.h"
+#include "onnx/OnnxReader.h"
 #include "run/Agreement.h"
 #include "run/Versions.h"
 #include "tensorboard/TensorBoardLog.h"
@@ -96,10 +98,40 @@ void TrainingRun::load_data_and_model() {
   config.schedule.total_epochs = config.epochs;
   data = load_dataset(config.data);
   config.check_batch_memory(data.train->shape());  // sizes from flags, before any allocation
-  model_ = std::make_unique<Model>(config.model, data.train->shape(), data.train->classes());
-  model_->init(config.seed);
+  if (!config.model_file.empty()) {
+    load_model_file();
+  } else if (!config.model_graph.empty()) {
+    // A resume of a model read from ONNX: its checkpoint's graph; the weights come with the resume.
+    Json meta = Json::object();
+    meta.set("model", config.model);
+    meta.set("model_graph", config.model_graph);
+    model_ = std::make_unique<Model>(checkpoint_model(meta, data.train->shape(), data.train->classes(), config.resume));
+  } else {
+    model_ = std::make_unique<Model>(config.model, data.train->shape(), data.train->classes());
+    model_->init(config.seed);
+  }
   model_->set_precision(precision);
   schedule = std::make_unique<LrSchedule>(config.schedule);
+}
+
+void TrainingRun::load_model_file() {
+  // Every rank reads the file: the same bytes give the same error, or the same model.
+  OnnxNetwork net = read_onnx(config.model_file);
+  const bool has_batchnorm = net.has_batchnorm;
+  model_ = std::make_unique<Model>(onnx_model(std::move(net)));
+  const ImageShape in = model_->input_shape();
+  if (in != data.train->shape() || model_->classes() != data.train->classes())
+    throw std::invalid_argument(fmt::format("--model-file {}: the graph takes {} and gives {} classes, the data has {} "
+                                            "and {} classes",
+                                            config.model_file, in.str(), model_->classes(), data.train->shape().str(),
+                                            data.train->classes()));
+  if (config.init_weights) model_->init(config.seed);
+  config.model = model_->name();
+  config.model_graph = checkpoint_graph(*model_);
+  if (!has_batchnorm && comm.rank() == 0)
+    fmt::print(stderr, "ringtrain: warning: --model-file {}: the graph has no batch norm (an eval-mode export folds it "
+                       "into the convolutions; export with training=TrainingMode.TRAINING to train)\n",
+               config.model_file);
 }
 
 void TrainingRun::agree_on_start() {

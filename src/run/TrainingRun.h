@@ -75,6 +75,8 @@ class TrainingRun {
   // The dataset (config.data), the model initialised from the seed, the LR schedule, after
   // the checks every mode makes of the configuration.
   void load_data_and_model();
+  // --model-file: the network and its weights from ONNX (load_data_and_model's other half).
+  void load_model_file();
   // Every rank has rank 0's flags and model (else CollectiveError on every rank), and rank
   // 0's initial parameters and buffers.
   void agree_on_start();

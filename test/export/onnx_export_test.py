@@ -89,7 +89,7 @@ def run_node(node, inputs, a):
         return windows(x, a["kernel_shape"][0], a["strides"][0], a["pads"][0], 0.0).mean(axis=(4, 5))
     if op == "Flatten":
         return x.reshape(x.shape[0], -1)
-    if op == "Identity":
+    if op in ("Identity", "Dropout"):  # Dropout: an identity at inference
         return x
     if op == "BatchNormalization":
         scale, bias, mean, var = (t[None, :, None, None] for t in inputs[1:])

@@ -1,12 +1,15 @@
 // Writes the fuzzers' seed corpora: small valid files of every format, built with the
 // tests' own format writers (test/datasets/dataset_test_util.h) and Checkpoint::serialize.
-// Usage: make_seeds <dir>  ->  <dir>/{idx,cifar,mat,jpeg,png,checkpoint,json}/seed-*
+// Usage: make_seeds <dir>  ->  <dir>/{idx,cifar,mat,jpeg,png,checkpoint,json,onnx}/seed-*
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "datasets/dataset_test_util.h"
 #include "checkpoint/Checkpoint.h"
+#include "export/OnnxExport.h"
+#include "nn/Model.h"
+#include "nn/ZooBuilder.h"
 #include "images/image_test_util.h"
 
 using namespace ringtrain;
@@ -39,6 +42,23 @@ void write_image_seeds(const std::filesystem::path& dir) {
   put(dir / "png", "seed-rgb.png", bytes_of(encode_png(rgb, 4, 3, SPNG_COLOR_TYPE_TRUECOLOR, 8)));
   put(dir / "png", "seed-rgba.png", bytes_of(encode_png(std::vector<std::uint8_t>(ramp.begin(), ramp.begin() + 48), 4, 3,
                                                         SPNG_COLOR_TYPE_TRUECOLOR_ALPHA, 8)));
+}
+
+// A small graph with every kind of layer the exporter writes, as ONNX with its weights (a
+// --model-file) and without (a checkpoint's graph).
+void write_onnx_seeds(const std::filesystem::path& dir) {
+  const ImageShape input{2, 6, 6};
+  ZooBuilder b("seed", input);
+  b.conv(4, 3, 1, 1).bn().relu();
+  const std::string stem = b.current();
+  b.grouped_conv(4, 3, 1, 1, 4, false).relu6();
+  b.add({b.current(), stem}, true);
+  b.concat({b.current(), stem}).lrn().maxpool(2, 2).avgpool(1, 1).global_avgpool().dropout(0.25f).linear(3);
+  Model model("seed", b.take(), input, 3);
+  model.init(1);
+  const auto as_bytes = [](const std::string& s) { return Bytes(s.begin(), s.end()); };
+  put(dir / "onnx", "seed-weights.onnx", as_bytes(onnx_bytes(model, true)));
+  put(dir / "onnx", "seed-graph.onnx", as_bytes(onnx_bytes(model, false)));
 }
 
 Json checkpoint_meta(int num_params) {
@@ -130,6 +150,7 @@ int main(int argc, char** argv) {
            "{\"type\":\"event\",\"message\":\"caf\\u00e9 \\\"q\\\" \\\\ \\n\",\"x\":[true,false,null,-0.5]}\n"
            "{\"type\":\"st"));
   write_image_seeds(dir);
+  write_onnx_seeds(dir);
   std::printf("seeds written to %s\n", dir.c_str());
   return 0;
 }
