@@ -45,6 +45,9 @@ class Commands {
   std::string models_shape_;
   std::string models_name_;
   int models_classes_ = 10;
+  bool models_plan_ = false;
+  int models_plan_batch_ = 32;
+  bool models_no_fusions_ = false;
   DatasetConfig datasets_data_;
   DataOptions datasets_options_;
   bool datasets_time_ = false;

@@ -1,6 +1,7 @@
 // GraphPlan: building and running one (batch size, phase)'s memories over a Graph.
 #include "nn/GraphPlan.h"
 
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -159,6 +160,64 @@ void GraphPlan::backward(const std::vector<std::pair<std::size_t, std::size_t>>&
       on_ready(ranges[i].first, ranges[i].second);
     }
   }
+}
+
+namespace {
+
+// Bytes of the distinct buffers among mems (in-place values share their input's).
+std::size_t distinct_bytes(const std::vector<const memory*>& mems, const void* skip) {
+  std::set<const void*> seen{skip};
+  std::size_t bytes = 0;
+  for (const memory* m : mems)
+    if (*m && seen.insert(m->get_data_handle()).second) bytes += m->get_desc().get_size();
+  return bytes;
+}
+
+}  // namespace
+
+int GraphPlan::input_reorders(std::size_t i) const {
+  int n = 0;
+  for (std::size_t k = 0; k < copy_.at(i).size(); ++k)
+    if (copy_[i][k] && cons_[i][k].get_desc() != value_md(graph_.node(i).inputs[k])) ++n;
+  return n;
+}
+
+int GraphPlan::diff_reorders(std::size_t i) const {
+  return phase_ == Phase::kTrain && dcopy_.at(i) && dcons_[i].get_desc() != dvalue_[i + 1].get_desc() ? 1 : 0;
+}
+
+PlanStats GraphPlan::stats() const {
+  PlanStats st;
+  std::vector<const memory*> acts, grads;
+  for (std::size_t i = 0; i < graph_.size(); ++i) {
+    const int reorders = input_reorders(i);
+    st.forward_reorders += reorders;
+    for (const auto& c : copy_[i]) st.copies += c ? 1 : 0;
+    st.copies -= reorders;
+    acts.push_back(&value_[i + 1]);
+    for (const auto& c : cons_[i]) acts.push_back(&c);
+    Layer& layer = graph_.layer(i);
+    layer.prepare_inputs(input_mds(i), phase_, graph_.need_diff_src(i));  // this plan's state
+    const Layer::StepReorders r = layer.step_reorders();
+    st.layer_reorders += r.activations;
+    st.weight_reorders += r.weights;
+    st.copies += r.copies;
+    st.layer_bytes += layer.state_bytes();
+    if (phase_ != Phase::kTrain) continue;
+    st.backward_reorders += diff_reorders(i);
+    if (dcopy_[i] && diff_reorders(i) == 0) ++st.copies;
+    grads.push_back(&dcons_[i]);
+    for (std::size_t k = 0; k < dsrc_[i].size(); ++k) {
+      grads.push_back(&dsrc_[i][k]);
+      st.gradient_sums += accumulate_[i][k] ? 1 : 0;
+    }
+  }
+  if (logits_copy_) ++st.forward_reorders;  // made only where the layouts differ
+  acts.push_back(&logits_);
+  for (const auto& d : dvalue_) grads.push_back(&d);
+  st.activation_bytes = distinct_bytes(acts, input_.get_data_handle());
+  st.gradient_bytes = distinct_bytes(grads, nullptr);
+  return st;
 }
 
 }  // namespace ringtrain

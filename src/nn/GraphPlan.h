@@ -17,6 +17,19 @@
 
 namespace ringtrain {
 
+// What a plan runs per step besides the layers' primitives, and the memory it holds.
+struct PlanStats {
+  int forward_reorders = 0;   // activations between layers, layout or data type changed
+  int backward_reorders = 0;  // gradients between layers, likewise (plus the logits' reorder)
+  int copies = 0;             // same-layout copies: the input into the first reader, the layers' own
+  int gradient_sums = 0;      // a tensor read several times receives their sum
+  int layer_reorders = 0;     // inside the layers: activation layouts their primitives disagree on
+  int weight_reorders = 0;    // weight copies converted by a reorder, gradients reordered to the arena
+  std::size_t activation_bytes = 0;  // forward values and private input copies (distinct buffers)
+  std::size_t gradient_bytes = 0;    // backward: diff values, diff_dst copies, slots summed in
+  std::size_t layer_bytes = 0;       // the layers' own memories (workspaces, reordered copies)
+};
+
 class GraphPlan {
  public:
   // Prepares every layer of graph (finalized) for batches of n in this phase.
@@ -37,6 +50,14 @@ class GraphPlan {
   // the arena (offset, count); on_ready, if set, is called with each nonempty one as soon as
   // node i's backward has completed.
   void backward(const std::vector<std::pair<std::size_t, std::size_t>>& ranges, const GradReadyFn& on_ready);
+
+  // Counted from the built plan (every reorder it made runs once per step).
+  PlanStats stats() const;
+  // Node i's output as its producer wrote it.
+  dnnl::memory::desc value_md(int value) const { return value_.at(static_cast<std::size_t>(value)).get_desc(); }
+  // The reorders and copies into node i's inputs (forward) and its diff_dst (backward).
+  int input_reorders(std::size_t i) const;
+  int diff_reorders(std::size_t i) const;
 
  private:
   void build_forward();

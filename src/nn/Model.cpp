@@ -146,6 +146,14 @@ void Model::set_precision(Precision precision) {
 
 Precision Model::precision() const noexcept { return impl_->precision; }
 
+void Model::set_fusions(bool on) {
+  auto& m = *impl_;
+  m.plans.clear();
+  m.last = nullptr;
+  m.can_backward = false;
+  m.graph.set_fusions(on);
+}
+
 const std::string& Model::name() const noexcept { return impl_->name; }
 ImageShape Model::input_shape() const noexcept { return impl_->input; }
 int Model::classes() const noexcept { return impl_->classes; }
@@ -193,6 +201,11 @@ const Layer& Model::layer(std::size_t i) const { return impl_->graph.layer(i); }
 Dims Model::layer_input_dims(std::size_t i) const { return impl_->graph.shape(impl_->graph.node(i).inputs.at(0)); }
 
 const Graph& Model::graph() const noexcept { return impl_->graph; }
+
+const GraphPlan& Model::plan(int n, Phase phase) {
+  if (n <= 0) throw std::invalid_argument(fmt::format("model {}: a plan for batches of {}", impl_->name, n));
+  return impl_->plan_for(n, phase);
+}
 
 double Model::flops_per_image() const {
   const Graph& g = impl_->graph;
