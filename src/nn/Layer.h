@@ -85,6 +85,9 @@ class Layer {
   // next layer must not overwrite it in place.
   virtual bool in_place() const { return false; }
   virtual bool needs_dst_in_backward() const { return false; }
+  // The layer reads its src during backward (the plan keeps it alive until then). Layers that
+  // do not (they mask by dst, keep a workspace, or need only diff_dst) say so.
+  virtual bool needs_src_in_backward() const { return true; }
 
   // Training-valid fusion of a ReLU that alone reads this layer's dst (Graph decides): the
   // layer writes max(y, 0) itself (convolution: an eltwise post-op, kForward; batch norm:

@@ -32,6 +32,7 @@ struct Model::Impl {
   std::vector<std::unique_ptr<GraphPlan>> plans;  // one per (batch size, phase)
   GraphPlan* last = nullptr;                      // plan of the last forward
   bool can_backward = false;
+  bool share_memory = true;
   Precision precision = Precision::kFp32;
   // Whether the parameters may have changed (ParamsSpan, init()): the layers' weight copies
   // (bf16, blocked layouts) are converted once per change.
@@ -40,7 +41,7 @@ struct Model::Impl {
   GraphPlan& plan_for(int n, Phase phase) {
     for (auto& p : plans)
       if (p->n() == n && p->phase() == phase) return *p;
-    plans.push_back(std::make_unique<GraphPlan>(graph, n, phase));
+    plans.push_back(std::make_unique<GraphPlan>(graph, n, phase, share_memory));
     return *plans.back();
   }
   void layout_arenas();
@@ -152,6 +153,14 @@ void Model::set_fusions(bool on) {
   m.last = nullptr;
   m.can_backward = false;
   m.graph.set_fusions(on);
+}
+
+void Model::set_memory_planning(bool on) {
+  auto& m = *impl_;
+  m.plans.clear();
+  m.last = nullptr;
+  m.can_backward = false;
+  m.share_memory = on;
 }
 
 const std::string& Model::name() const noexcept { return impl_->name; }

@@ -94,6 +94,10 @@ class Model {
   // comparisons and the plan report. Same parameters and signature either way. Drops the
   // cached plans.
   void set_fusions(bool on);
+  // Activations and gradients whose lives do not overlap share bytes (on by default); off:
+  // every buffer its own, as a baseline for the plan report and comparisons. Same results
+  // either way. Drops the cached plans.
+  void set_memory_planning(bool on);
 
   // Multiply-adds x 2 for one forward pass of one image.
   double flops_per_image() const;

@@ -86,8 +86,9 @@ std::string describe_plan(Model& model, int n) {
       "reorders per step: {} between layers forward, {} backward, {} inside layers, {} of weights; {} same-layout "
       "copies, {} gradient sums\n",
       st.forward_reorders, st.backward_reorders, st.layer_reorders, st.weight_reorders, st.copies, st.gradient_sums);
-  out += fmt::format("memory: activations {}, gradients {}, layer state {}\n", mib(st.activation_bytes),
-                     mib(st.gradient_bytes), mib(st.layer_bytes));
+  out += fmt::format(
+      "memory: activations and gradients {} in a buffer each, {} planned by liveness; layers' own state {}\n",
+      mib(st.separate_bytes), mib(st.planned_bytes), mib(st.layer_bytes));
   return out;
 }
 

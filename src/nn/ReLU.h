@@ -17,6 +17,7 @@ class ReLU : public Layer {
   // Backward uses dst (relu_use_dst_for_bwd: dst > 0 <=> src > 0), so src may be overwritten.
   bool in_place() const override { return true; }
   bool needs_dst_in_backward() const override { return fused_ != ReluFusion::kBoth; }
+  bool needs_src_in_backward() const override { return false; }
 
   // Which passes the producer runs for it (kForward: the producer's forward applies it and
   // this layer's backward masks by dst; kBoth: backward passes diff_dst on as well). Drops the
