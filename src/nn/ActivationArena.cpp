@@ -2,6 +2,7 @@
 #include "nn/ActivationArena.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <stdexcept>
 
@@ -79,6 +80,9 @@ void ActivationArena::place(bool shared) {
   }
   data_.reset(bytes_ > 0 ? std::aligned_alloc(kAlign, bytes_) : nullptr);
   if (bytes_ > 0 && !data_) throw std::bad_alloc();
+  // All ones: NaN in f32 and bf16. A read before the first write (a life planned too short)
+  // then shows as NaN in the results instead of depending on what the heap held.
+  if (bytes_ > 0) std::memset(data_.get(), 0xff, bytes_);
   for (Buffer& b : buffers_)
     for (memory& m : b.views) m.set_data_handle(static_cast<char*>(data_.get()) + b.offset);
 }

@@ -2,6 +2,8 @@
 // same bits with buffers shared as with a buffer each.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -28,7 +30,7 @@ std::vector<float> observe(Model& m, const Batch& b) {
     seen.insert(seen.end(), m.logits().begin(), m.logits().end());
     m.backward();
     seen.insert(seen.end(), m.grads().begin(), m.grads().end());
-    sgd_step(m, 0.05f);
+    sgd_step(m, 1e-4f);  // small: a second step that is finite, not a trained model
   }
   mean_loss(m, b, Phase::kEval);
   seen.insert(seen.end(), m.logits().begin(), m.logits().end());
@@ -85,6 +87,11 @@ TEST_CASE("Planned memory gives the bits of a buffer per tensor", "[nn][memory]"
       if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && differ++ == 0) first = i;
     INFO("first difference at " << first << " of " << got.size());
     CHECK(differ == 0);
+    // Every buffer starts as NaN (ActivationArena): a tensor read before it was written would
+    // carry NaN into the loss, the logits or the gradients.
+    const auto bad = std::find_if(got.begin(), got.end(), [](float x) { return !std::isfinite(x); });
+    INFO("first non-finite value at " << bad - got.begin() << ", parameters " << planned.num_params());
+    CHECK(bad == got.end());
     const PlanStats p = planned.plan(c.batch, Phase::kTrain).stats();
     const PlanStats s = separate.plan(c.batch, Phase::kTrain).stats();
     CHECK(s.planned_bytes == s.separate_bytes);
