@@ -15,6 +15,7 @@
 #include "export/OnnxExport.h"
 #include "common/Json.h"
 #include "nn/Model.h"
+#include "nn/PlanReport.h"
 #include "onnx/OnnxModel.h"
 #include "onnx/OnnxReader.h"
 #include "run/Evaluate.h"
@@ -57,6 +58,12 @@ void Commands::add_local(CLI::App& app) {
         for (const auto& entry : model_zoo()) names.push_back(entry.name);
         return names;
       }()));
+
+  models_->add_flag("--plan", models_plan_,
+                    "Print each model's training plan: execution order, fusions, layouts, reorders per step and "
+                    "activation memory");
+  models_->add_option("--plan-batch", models_plan_batch_, "--plan: batch size")->capture_default_str()->check(at_least(1));
+  models_->add_flag("--no-fusions", models_no_fusions_, "--plan: without the conv/batch norm + ReLU fusions");
 
   datasets_ = app.add_subcommand("datasets", "Describe a dataset: counts, shape, class histogram, mean/std");
   datasets_options_.add(*datasets_, datasets_data_);
@@ -116,8 +123,8 @@ int Commands::run_datasets() {
 // The zoo at each model's usual shape or --input, --classes outputs.
 int Commands::list_models() const {
   // Printed whole at the end, so an error is the only output.
-  std::string table = fmt::format("{:<12} {:>10} {:>14} {:>12}  {}\n", "model", "input", "params", "MFLOP/image",
-                                  "description");
+  std::string table = models_plan_ ? "" : fmt::format("{:<12} {:>10} {:>14} {:>12}  {}\n", "model", "input", "params",
+                                                       "MFLOP/image", "description");
   for (const auto& entry : model_zoo()) {
     if (!models_name_.empty() && entry.name != models_name_) continue;
     ImageShape shape{3, 32, 32};
@@ -126,6 +133,11 @@ int Commands::list_models() const {
     if (!models_shape_.empty()) shape = parse_shape(models_shape_, "--input");
     try {
       Model model(entry.name, shape, models_classes_);
+      if (models_plan_) {
+        model.set_fusions(!models_no_fusions_);
+        table += describe_plan(model, models_plan_batch_) + "\n";
+        continue;
+      }
       table += fmt::format("{:<12} {:>10} {:>14} {:>12.2f}  {}\n", entry.name, shape.str(), model.num_params(),
                            model.flops_per_image() / 1e6, entry.description);
     } catch (const std::invalid_argument& e) {
@@ -143,7 +155,12 @@ int Commands::list_models() const {
 int Commands::describe_model_file() const {
   OnnxNetwork net = read_onnx(models_file_);
   const bool has_batchnorm = net.has_batchnorm;
-  const Model model = onnx_model(std::move(net));
+  Model model = onnx_model(std::move(net));
+  if (models_plan_) {
+    model.set_fusions(!models_no_fusions_);
+    fmt::print("{}\n", describe_plan(model, models_plan_batch_));
+    return 0;
+  }
   fmt::print("{}", model.signature());
   fmt::print("{}: {}, input N x {}, {} classes, {} params, {:.2f} MFLOP/image{}\n", models_file_, model.name(),
              model.input_shape().str(), model.classes(), model.num_params(), model.flops_per_image() / 1e6,

@@ -49,6 +49,9 @@ class Commands {
   std::string models_file_;
   int describe_model_file() const;
   int models_classes_ = 10;
+  bool models_plan_ = false;
+  int models_plan_batch_ = 32;
+  bool models_no_fusions_ = false;
   DatasetConfig datasets_data_;
   DataOptions datasets_options_;
   bool datasets_time_ = false;

@@ -18,6 +18,7 @@ class Add : public MultiInputLayer {
   Dims out_shape_of(const std::vector<Dims>& in) const override;
   // With ReLU, backward masks by dst > 0 (use_dst_for_bwd): the next layer must not overwrite it.
   bool needs_dst_in_backward() const override { return relu_; }
+  bool needs_src_in_backward() const override { return false; }
 
  protected:
   std::unique_ptr<MultiState> build_inputs(const std::vector<dnnl::memory::desc>& src_mds, Phase phase,

@@ -6,6 +6,7 @@
 #include "nn/BatchNorm2d.h"
 
 #include <stdexcept>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -47,6 +48,7 @@ struct BatchNorm2d::BnState : State {
   memory scale, shift, diff_scale, diff_shift;  // (C) views of the arenas
   memory mean, variance;                        // train: this batch's statistics; eval: running ones (buffer arena)
   memory scratch_diff_src;                      // backward always computes diff_src; a sink when nobody needs it
+  memory workspace;                             // fused ReLU in training: where y > 0, for backward
   float unbias = 1.0f;                          // M / (M - 1)
 };
 
@@ -57,7 +59,10 @@ std::unique_ptr<Layer::State> BatchNorm2d::build(const memory::desc& src_md, Pha
   auto& eng = engine();
   const memory::desc c_md({channels_}, memory::data_type::f32, memory::format_tag::x);
   const bool train = phase == Phase::kTrain;
-  const flags f = flags::use_scale | flags::use_shift | (train ? flags::none : flags::use_global_stats);
+  // With the ReLU fused, forward writes max(y, 0) and backward masks diff_dst by the forward's
+  // y > 0 before the batch-norm backward: what a separate ReLU (masking by dst > 0) does.
+  const flags relu = relu_post_op() ? flags::fuse_norm_relu : flags::none;
+  const flags f = flags::use_scale | flags::use_shift | relu | (train ? flags::none : flags::use_global_stats);
   const auto prop = train ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
   const dnnl::batch_normalization_forward::primitive_desc fwd_pd(
       dnnl::batch_normalization_forward::desc(prop, src_md, eps_, f), eng);
@@ -73,7 +78,7 @@ std::unique_ptr<Layer::State> BatchNorm2d::build(const memory::desc& src_md, Pha
     s->unbias = m > 1 ? static_cast<float>(m / (m - 1)) : 1.0f;
     const dnnl::batch_normalization_backward::primitive_desc bwd_pd(
         dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, s->dst_md, s->src_md, eps_,
-                                                 flags::use_scale | flags::use_shift),
+                                                 flags::use_scale | flags::use_shift | relu),
         eng, fwd_pd);
     s->bwd = dnnl::batch_normalization_backward(bwd_pd);
     s->diff_dst_md = bwd_pd.diff_dst_desc();
@@ -81,6 +86,7 @@ std::unique_ptr<Layer::State> BatchNorm2d::build(const memory::desc& src_md, Pha
     s->diff_scale = memory(c_md, eng, grads_[0].data());
     s->diff_shift = memory(c_md, eng, grads_[1].data());
     if (!need_diff_src) s->scratch_diff_src = memory(s->diff_src_md, eng);
+    if (relu_post_op()) s->workspace = memory(fwd_pd.workspace_desc(), eng);
   } else {
     if (!buffers_) throw std::logic_error(fmt::format("{}: eval needs bind_buffers()", name()));
     s->mean = memory(c_md, eng, buffers_);
@@ -91,12 +97,10 @@ std::unique_ptr<Layer::State> BatchNorm2d::build(const memory::desc& src_md, Pha
 
 void BatchNorm2d::run_forward(State& base, const memory& src, const memory& dst, std::uint64_t) {
   auto& s = static_cast<BnState&>(base);
-  s.fwd.execute(stream(), {{DNNL_ARG_SRC, src},
-                           {DNNL_ARG_DST, dst},
-                           {DNNL_ARG_SCALE, s.scale},
-                           {DNNL_ARG_SHIFT, s.shift},
-                           {DNNL_ARG_MEAN, s.mean},
-                           {DNNL_ARG_VARIANCE, s.variance}});
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},       {DNNL_ARG_DST, dst},   {DNNL_ARG_SCALE, s.scale},
+                                       {DNNL_ARG_SHIFT, s.shift}, {DNNL_ARG_MEAN, s.mean}, {DNNL_ARG_VARIANCE, s.variance}};
+  if (s.workspace) args[DNNL_ARG_WORKSPACE] = s.workspace;
+  s.fwd.execute(stream(), args);
   if (s.phase != Phase::kTrain || !buffers_) return;
   stream().wait();
   const auto* mean = static_cast<const float*>(s.mean.get_data_handle());
@@ -111,15 +115,26 @@ void BatchNorm2d::run_forward(State& base, const memory& src, const memory& dst,
 
 void BatchNorm2d::run_backward(State& base, const memory& diff_dst, const memory& diff_src) {
   auto& s = static_cast<BnState&>(base);
-  s.bwd.execute(stream(), {{DNNL_ARG_SRC, s.src},
-                           {DNNL_ARG_MEAN, s.mean},
-                           {DNNL_ARG_VARIANCE, s.variance},
-                           {DNNL_ARG_SCALE, s.scale},
-                           {DNNL_ARG_SHIFT, s.shift},  // unused by the maths, but oneDNN 2.6 requires it
-                           {DNNL_ARG_DIFF_DST, diff_dst},
-                           {DNNL_ARG_DIFF_SRC, s.need_diff_src ? diff_src : s.scratch_diff_src},
-                           {DNNL_ARG_DIFF_SCALE, s.diff_scale},
-                           {DNNL_ARG_DIFF_SHIFT, s.diff_shift}});
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, s.src},
+                                       {DNNL_ARG_MEAN, s.mean},
+                                       {DNNL_ARG_VARIANCE, s.variance},
+                                       {DNNL_ARG_SCALE, s.scale},
+                                       {DNNL_ARG_SHIFT, s.shift},  // unused by the maths, but oneDNN 2.6 requires it
+                                       {DNNL_ARG_DIFF_DST, diff_dst},
+                                       {DNNL_ARG_DIFF_SRC, s.need_diff_src ? diff_src : s.scratch_diff_src},
+                                       {DNNL_ARG_DIFF_SCALE, s.diff_scale},
+                                       {DNNL_ARG_DIFF_SHIFT, s.diff_shift}};
+  if (s.workspace) args[DNNL_ARG_WORKSPACE] = s.workspace;
+  s.bwd.execute(stream(), args);
+}
+
+std::size_t BatchNorm2d::state_bytes() const {
+  if (!current_) return 0;
+  const auto& s = static_cast<const BnState&>(*current_);
+  std::size_t bytes = 0;
+  for (const memory* m : {&s.workspace, &s.scratch_diff_src, &s.mean, &s.variance})
+    if (*m && s.phase == Phase::kTrain) bytes += m->get_desc().get_size();
+  return bytes;
 }
 
 }  // namespace ringtrain

@@ -22,6 +22,9 @@ class BatchNorm2d : public Layer {
   // running_mean (C) then running_var (C).
   std::size_t num_buffers() const override { return 2 * static_cast<std::size_t>(channels_); }
   void reset_buffers() override;
+  // fuse_norm_relu: max(y, 0) in the same pass; train keeps a bit mask (workspace) for backward.
+  ReluFusion relu_fusion() const override { return ReluFusion::kBoth; }
+  std::size_t state_bytes() const override;
 
  protected:
   std::unique_ptr<State> build(const dnnl::memory::desc& src_md, Phase phase, bool need_diff_src) override;

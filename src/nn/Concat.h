@@ -12,6 +12,7 @@ class Concat : public MultiInputLayer {
 
   std::string kind() const override { return "concat"; }
   std::string describe() const override;
+  bool needs_src_in_backward() const override { return false; }
   Dims out_shape_of(const std::vector<Dims>& in) const override;
 
  protected:

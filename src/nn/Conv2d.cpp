@@ -152,7 +152,15 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   const dnnl::convolution_forward::desc fwd_desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                                  src_any, w_any, bias_md, dst_any, geo.strides, geo.dilates, geo.pad,
                                                  geo.pad);
-  const dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, eng);
+  dnnl::primitive_attr attr;
+  if (relu_post_op()) {
+    // Applied to the accumulator before the store (and before bf16 rounding, which keeps the
+    // sign): the bits of a separate ReLU, one pass over dst fewer.
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    attr.set_post_ops(ops);
+  }
+  const dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, attr, eng);
   s->fwd = dnnl::convolution_forward(fwd_pd);
   s->src_md = fwd_pd.src_desc();
   s->dst_md = fwd_pd.dst_desc();
@@ -228,6 +236,27 @@ void Conv2d::run_backward(State& base, const memory& diff_dst, const memory& dif
   if (opt_.bias) args[DNNL_ARG_DIFF_BIAS] = s.diff_bias;
   s.bwd_weights.execute(strm, args);
   s.diff_weights.push();
+}
+
+Layer::StepReorders Conv2d::step_reorders() const {
+  if (!current_) return {};
+  const auto& s = static_cast<const ConvState&>(*current_);
+  StepReorders r;
+  for (const dnnl::reorder* p : {&s.to_bwd_data_diff_dst, &s.to_bwd_weights_diff_dst, &s.to_bwd_weights_src})
+    r.activations += *p ? 1 : 0;
+  r.weights += s.weights->reorders() ? 1 : 0;
+  if (s.bwd_data_weights && s.bwd_data_weights != s.weights) r.weights += s.bwd_data_weights->reorders() ? 1 : 0;
+  if (s.phase == Phase::kTrain) r.weights += s.diff_weights.needs_reorder() ? 1 : 0;
+  return r;
+}
+
+std::size_t Conv2d::state_bytes() const {
+  if (!current_) return 0;
+  const auto& s = static_cast<const ConvState&>(*current_);
+  std::size_t bytes = 0;
+  for (const memory* m : {&s.bwd_data_diff_dst, &s.bwd_weights_diff_dst, &s.bwd_weights_src})
+    if (*m) bytes += m->get_desc().get_size();
+  return bytes;
 }
 
 }  // namespace ringtrain

@@ -48,6 +48,10 @@ class Conv2d : public Layer {
   Dims out_shape(const Dims& in) const override;
   double flops_per_image(const Dims& in) const override;
   std::vector<ParamSpec> param_specs() const override;
+  // An eltwise_relu post-op in forward; the ReLU layer's backward still masks by its dst.
+  ReluFusion relu_fusion() const override { return ReluFusion::kForward; }
+  StepReorders step_reorders() const override;
+  std::size_t state_bytes() const override;
 
  protected:
   std::unique_ptr<State> build(const dnnl::memory::desc& src_md, Phase phase, bool need_diff_src) override;

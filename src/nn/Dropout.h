@@ -17,6 +17,7 @@ class Dropout : public Layer {
   std::string describe() const override;
   Dims out_shape(const Dims& in) const override { return in; }
   bool in_place() const override { return true; }
+  bool needs_src_in_backward() const override { return false; }
   float p() const noexcept { return p_; }
 
  protected:

@@ -14,6 +14,7 @@ class Flatten : public Layer {
   std::string describe() const override { return "flatten"; }
   Dims out_shape(const Dims& in) const override;
   bool in_place() const override { return true; }
+  bool needs_src_in_backward() const override { return false; }
 
  protected:
   std::unique_ptr<State> build(const dnnl::memory::desc& src_md, Phase phase, bool need_diff_src) override;

@@ -13,6 +13,7 @@ class GlobalAvgPool2d : public Layer {
 
   std::string kind() const override { return "globalavgpool2d"; }
   std::string describe() const override { return "globalavgpool2d"; }
+  bool needs_src_in_backward() const override { return false; }
   Dims out_shape(const Dims& in) const override;
 
  protected:

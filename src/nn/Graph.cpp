@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "nn/ReLU.h"
+
 namespace ringtrain {
 
 const std::string& Graph::add(std::unique_ptr<Layer> layer, std::vector<std::string> inputs) {
@@ -83,6 +85,32 @@ void Graph::finalize(const Dims& input) {
     if (readers_[v].empty())
       throw std::invalid_argument(fmt::format("graph: nothing reads '{}' (one output only: the last layer's)",
                                               value_name(static_cast<int>(v))));
+  apply_fusions();
+}
+
+void Graph::set_fusions(bool on) {
+  fusions_ = on;
+  if (!shapes_.empty()) apply_fusions();
+}
+
+void Graph::apply_fusions() {
+  fused_into_.assign(nodes_.size(), -1);
+  for (auto& n : nodes_) {
+    if (n.layer->relu_post_op()) n.layer->set_relu_post_op(false);
+    if (auto* relu = dynamic_cast<ReLU*>(n.layer.get())) relu->set_fused(ReluFusion::kNone);
+  }
+  if (!fusions_) return;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    auto* relu = dynamic_cast<ReLU*>(nodes_[i].layer.get());
+    const int v = nodes_[i].inputs[0];
+    // Only the ReLU may read the producer's output: nobody else may see it before the ReLU.
+    if (relu == nullptr || v == kInput || readers(v).size() != 1) continue;
+    Layer& producer = *nodes_[static_cast<std::size_t>(v - 1)].layer;
+    if (producer.relu_fusion() == ReluFusion::kNone) continue;
+    producer.set_relu_post_op(true);
+    relu->set_fused(producer.relu_fusion());
+    fused_into_[i] = v - 1;
+  }
 }
 
 const std::string& Graph::value_name(int value) const {

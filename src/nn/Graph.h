@@ -39,6 +39,14 @@ class Graph {
   // or a tensor nobody reads (a graph has exactly one output, the last node's).
   void finalize(const Dims& input);
 
+  // Training-valid fusions (on by default, applied by finalize and by every later call): a
+  // ReLU that alone reads a convolution's or a batch norm's output runs inside that layer
+  // (Layer::relu_fusion). The parameters, their order and the signature do not change.
+  void set_fusions(bool on);
+  bool fusions() const noexcept { return fusions_; }
+  // The node whose layer runs node i's ReLU, or -1 (after finalize).
+  int fused_into(std::size_t i) const { return fused_into_.at(i); }
+
   std::size_t size() const noexcept { return nodes_.size(); }
   const Node& node(std::size_t i) const { return nodes_.at(i); }
   Layer& layer(std::size_t i) const { return *nodes_.at(i).layer; }
@@ -59,10 +67,13 @@ class Graph {
 
  private:
   void sort();
+  void apply_fusions();
   std::vector<Node> nodes_;
   std::vector<Dims> shapes_;
   std::vector<std::vector<Reader>> readers_;
   std::vector<bool> needs_grad_;
+  bool fusions_ = true;
+  std::vector<int> fused_into_;
 };
 
 }  // namespace ringtrain

@@ -13,10 +13,14 @@ namespace ringtrain {
 
 using dnnl::memory;
 
-GraphPlan::GraphPlan(const Graph& graph, int n, Phase phase) : graph_(graph), n_(n), phase_(phase) {
+GraphPlan::GraphPlan(const Graph& graph, int n, Phase phase, bool share_memory)
+    : graph_(graph), n_(n), phase_(phase) {
   build_forward();
   if (phase == Phase::kTrain) build_backward();
+  arena_.place(share_memory);
 }
+
+int GraphPlan::backward_step(std::size_t i) const { return static_cast<int>(2 * graph_.size() - 1 - i); }
 
 std::vector<memory::desc> GraphPlan::input_mds(std::size_t i) const {
   std::vector<memory::desc> mds;
@@ -38,17 +42,23 @@ void GraphPlan::build_forward() {
     Layer& layer = graph_.layer(i);
     const auto& inputs = graph_.node(i).inputs;
     layer.prepare_inputs(input_mds(i), phase_, graph_.need_diff_src(i));
+    const int step = static_cast<int>(i);
+    // Backward reads the input (as this node received it) or the output: they live until then.
+    const bool train = phase_ == Phase::kTrain && graph_.runs_backward(i);
     for (std::size_t k = 0; k < inputs.size(); ++k) {
       const memory& v = value_[static_cast<std::size_t>(inputs[k])];
       // The user's input is always copied in (reordered if the layer wants another layout),
       // so no layer ever writes into the caller's buffer.
       if (inputs[k] == Graph::kInput || layer.input_md(k) != v.get_desc()) {
-        cons_[i].emplace_back(layer.input_md(k), eng);
+        cons_[i].push_back(arena_.create(layer.input_md(k)));
         copy_[i].emplace_back(v, cons_[i].back());
       } else {
         cons_[i].push_back(v);
         copy_[i].emplace_back();
       }
+      arena_.use(v, step);
+      arena_.use(cons_[i][k], step);
+      if (train && layer.needs_src_in_backward()) arena_.use(cons_[i][k], backward_step(i));
     }
     // In place only if that destroys nothing anyone needs: the input is this node's private
     // copy, or this node is its only reader and its producer does not read its dst in backward.
@@ -57,13 +67,15 @@ void GraphPlan::build_forward() {
       const int v = inputs[0];
       in_place = graph_.readers(v).size() == 1 && !graph_.layer(static_cast<std::size_t>(v - 1)).needs_dst_in_backward();
     }
-    value_[i + 1] =
-        in_place ? memory(layer.dst_md(), eng, cons_[i][0].get_data_handle()) : memory(layer.dst_md(), eng);
+    value_[i + 1] = in_place ? arena_.alias(layer.dst_md(), cons_[i][0]) : arena_.create(layer.dst_md());
+    arena_.use(value_[i + 1], step);
+    if (train && layer.needs_dst_in_backward()) arena_.use(value_[i + 1], backward_step(i));
   }
   const memory::desc logits_md = plain_md({n_, graph_.shape(graph_.output())[1]});
   const memory& out = value_.back();
   if (out.get_desc() == logits_md) {
     logits_ = out;
+    arena_.pin(out);  // the caller reads the logits after the step
   } else {
     logits_ = memory(logits_md, eng);
     logits_copy_ = dnnl::reorder(out, logits_);
@@ -82,13 +94,16 @@ void GraphPlan::add_gradient_slot(std::size_t i, std::size_t k) {
     // The only reader of a single-input in-place layer may write over its own diff_dst.
     const bool in_place = readers.size() == 1 && graph_.node(i).inputs.size() == 1 && layer.in_place() &&
                           md.get_size() == layer.diff_dst_md().get_size();
-    dv = in_place ? memory(md, eng, dcons_[i].get_data_handle()) : memory(md, eng);
+    dv = in_place ? arena_.alias(md, dcons_[i]) : arena_.create(md);
     dsrc_[i][k] = dv;
+    arena_.use(dv, backward_step(i));
     return;
   }
   if (!dv) throw std::logic_error(fmt::format("{}: gradient of '{}' added before it was written", layer.name(),
                                               graph_.value_name(v)));
-  dsrc_[i][k] = memory(md, eng);
+  dsrc_[i][k] = arena_.create(md);
+  arena_.use(dv, backward_step(i));
+  arena_.use(dsrc_[i][k], backward_step(i));
   const std::vector<float> scales{1.f, 1.f};
   accumulate_[i][k] = dnnl::sum(dnnl::sum::primitive_desc(dv.get_desc(), scales, {dv.get_desc(), md}, eng));
 }
@@ -114,9 +129,11 @@ void GraphPlan::build_backward() {
     if (layer.diff_dst_md() == dout.get_desc()) {
       dcons_[i] = dout;
     } else {
-      dcons_[i] = memory(layer.diff_dst_md(), eng);
+      dcons_[i] = arena_.create(layer.diff_dst_md());
       dcopy_[i] = dnnl::reorder(dout, dcons_[i]);
     }
+    arena_.use(dout, backward_step(i));
+    arena_.use(dcons_[i], backward_step(i));
     // Slots in reverse, so that of a node reading one tensor twice the later slot writes first.
     for (std::size_t k = slots; k-- > 0;)
       if (graph_.needs_grad(graph_.node(i).inputs[k])) add_gradient_slot(i, k);
@@ -159,6 +176,42 @@ void GraphPlan::backward(const std::vector<std::pair<std::size_t, std::size_t>>&
       on_ready(ranges[i].first, ranges[i].second);
     }
   }
+}
+
+int GraphPlan::input_reorders(std::size_t i) const {
+  int n = 0;
+  for (std::size_t k = 0; k < copy_.at(i).size(); ++k)
+    if (copy_[i][k] && cons_[i][k].get_desc() != value_md(graph_.node(i).inputs[k])) ++n;
+  return n;
+}
+
+int GraphPlan::diff_reorders(std::size_t i) const {
+  return phase_ == Phase::kTrain && dcopy_.at(i) && dcons_[i].get_desc() != dvalue_[i + 1].get_desc() ? 1 : 0;
+}
+
+PlanStats GraphPlan::stats() const {
+  PlanStats st;
+  for (std::size_t i = 0; i < graph_.size(); ++i) {
+    const int reorders = input_reorders(i);
+    st.forward_reorders += reorders;
+    for (const auto& c : copy_[i]) st.copies += c ? 1 : 0;
+    st.copies -= reorders;
+    Layer& layer = graph_.layer(i);
+    layer.prepare_inputs(input_mds(i), phase_, graph_.need_diff_src(i));  // this plan's state
+    const Layer::StepReorders r = layer.step_reorders();
+    st.layer_reorders += r.activations;
+    st.weight_reorders += r.weights;
+    st.copies += r.copies;
+    st.layer_bytes += layer.state_bytes();
+    if (phase_ != Phase::kTrain) continue;
+    st.backward_reorders += diff_reorders(i);
+    if (dcopy_[i] && diff_reorders(i) == 0) ++st.copies;
+    for (const auto& sum : accumulate_[i]) st.gradient_sums += sum ? 1 : 0;
+  }
+  if (logits_copy_) ++st.forward_reorders;  // made only where the layouts differ
+  st.separate_bytes = arena_.separate_bytes();
+  st.planned_bytes = arena_.bytes();
+  return st;
 }
 
 }  // namespace ringtrain

@@ -13,14 +13,31 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "nn/ActivationArena.h"
 #include "nn/Graph.h"
 
 namespace ringtrain {
 
+// What a plan runs per step besides the layers' primitives, and the memory it holds.
+struct PlanStats {
+  int forward_reorders = 0;   // activations between layers, layout or data type changed
+  int backward_reorders = 0;  // gradients between layers, likewise (plus the logits' reorder)
+  int copies = 0;             // same-layout copies: the input into the first reader, the layers' own
+  int gradient_sums = 0;      // a tensor read several times receives their sum
+  int layer_reorders = 0;     // inside the layers: activation layouts their primitives disagree on
+  int weight_reorders = 0;    // weight copies converted by a reorder, gradients reordered to the arena
+  // Activations and gradients (forward values, private input copies, diff values, diff_dst
+  // copies, slots summed in): each in a buffer of its own, and in the liveness-planned arena.
+  std::size_t separate_bytes = 0;
+  std::size_t planned_bytes = 0;
+  std::size_t layer_bytes = 0;  // the layers' own memories (workspaces, reordered copies)
+};
+
 class GraphPlan {
  public:
-  // Prepares every layer of graph (finalized) for batches of n in this phase.
-  GraphPlan(const Graph& graph, int n, Phase phase);
+  // Prepares every layer of graph (finalized) for batches of n in this phase. share_memory:
+  // activations and gradients whose lives do not overlap share bytes (ActivationArena).
+  GraphPlan(const Graph& graph, int n, Phase phase, bool share_memory = true);
 
   int n() const noexcept { return n_; }
   Phase phase() const noexcept { return phase_; }
@@ -38,16 +55,27 @@ class GraphPlan {
   // node i's backward has completed.
   void backward(const std::vector<std::pair<std::size_t, std::size_t>>& ranges, const GradReadyFn& on_ready);
 
+  // Counted from the built plan (every reorder it made runs once per step).
+  PlanStats stats() const;
+  // Node i's output as its producer wrote it.
+  dnnl::memory::desc value_md(int value) const { return value_.at(static_cast<std::size_t>(value)).get_desc(); }
+  // The reorders and copies into node i's inputs (forward) and its diff_dst (backward).
+  int input_reorders(std::size_t i) const;
+  int diff_reorders(std::size_t i) const;
+
  private:
   void build_forward();
   void build_backward();
   // Node i's input layouts as its producers wrote them (what prepare_inputs is keyed on).
   std::vector<dnnl::memory::desc> input_mds(std::size_t i) const;
   void add_gradient_slot(std::size_t i, std::size_t k);
+  // The arena step of node i's backward (its forward's is i).
+  int backward_step(std::size_t i) const;
 
   const Graph& graph_;
   int n_;
   Phase phase_;
+  ActivationArena arena_;  // declared first: destroyed after the memories that view it
   dnnl::memory input_;                            // the caller's buffer, handle set per forward
   std::vector<dnnl::memory> value_;               // [value] as its producer wrote it
   std::vector<std::vector<dnnl::memory>> cons_;   // [node][slot] what the node reads

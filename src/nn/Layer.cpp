@@ -104,6 +104,14 @@ void Layer::set_compute_type(memory::data_type type) {
   current_ = nullptr;
 }
 
+void Layer::set_relu_post_op(bool on) {
+  if (on && relu_fusion() == ReluFusion::kNone) throw std::logic_error(fmt::format("{}: cannot apply a ReLU to its output", name_));
+  if (on == relu_post_op_) return;
+  relu_post_op_ = on;
+  states_.clear();  // primitives built with or without the post-op
+  current_ = nullptr;
+}
+
 Layer::State& Layer::state() const {
   if (!current_) throw std::logic_error(fmt::format("{}: used before prepare()", name_));
   return *current_;

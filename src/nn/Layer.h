@@ -23,6 +23,10 @@
 
 namespace ringtrain {
 
+// What of a following ReLU a layer can do itself: nothing, the forward (the ReLU layer still
+// masks the gradient by its dst), or both passes.
+enum class ReluFusion { kNone, kForward, kBoth };
+
 // One parameter tensor a layer needs, in the layer's own order.
 struct ParamSpec {
   std::string suffix;  // "weight", "bias"
@@ -81,6 +85,30 @@ class Layer {
   // next layer must not overwrite it in place.
   virtual bool in_place() const { return false; }
   virtual bool needs_dst_in_backward() const { return false; }
+  // The layer reads its src during backward (the plan keeps it alive until then). Layers that
+  // do not (they mask by dst, keep a workspace, or need only diff_dst) say so.
+  virtual bool needs_src_in_backward() const { return true; }
+
+  // Training-valid fusion of a ReLU that alone reads this layer's dst (Graph decides): the
+  // layer writes max(y, 0) itself (convolution: an eltwise post-op, kForward; batch norm:
+  // fuse_norm_relu, whose workspace also masks its backward, kBoth). Setting it drops the
+  // prepared states.
+  virtual ReluFusion relu_fusion() const { return ReluFusion::kNone; }
+  void set_relu_post_op(bool on);
+  bool relu_post_op() const noexcept { return relu_post_op_; }
+  // Reorders one training step of the prepared state runs inside the layer: activation
+  // layouts its primitives disagree on, weight copies converted by a reorder (the parameters
+  // change every step) and gradients reordered back into the arena. Same-layout copies count
+  // as copies, not reorders.
+  struct StepReorders {
+    int activations = 0;
+    int weights = 0;
+    int copies = 0;
+  };
+  virtual StepReorders step_reorders() const { return {}; }
+  // Bytes of the prepared state's own memories that live across a step (workspaces,
+  // reordered activations kept for backward, scratch), for the plan report.
+  virtual std::size_t state_bytes() const { return 0; }
 
   // Selects (building on first use) the primitives for inputs of layout src_md in this
   // phase. need_diff_src false skips the backward-data pass (first layer of a model).
@@ -150,6 +178,7 @@ class Layer {
  private:
   std::string name_;
   dnnl::memory::data_type compute_type_ = dnnl::memory::data_type::f32;
+  bool relu_post_op_ = false;
   const ParamsVersion* version_source_ = nullptr;
   ParamsVersion own_version_;  // without a version source: changes at every forward
   std::vector<std::pair<std::size_t, std::shared_ptr<WeightCopy>>> weight_copies_;  // (param index, copy)

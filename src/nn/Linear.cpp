@@ -115,4 +115,14 @@ void Linear::run_backward(State& base, const memory& diff_dst, const memory& dif
   s.diff_weights.push();
 }
 
+Layer::StepReorders Linear::step_reorders() const {
+  if (!current_) return {};
+  const auto& s = static_cast<const LinearState&>(*current_);
+  StepReorders r;
+  r.weights += s.weights->reorders() ? 1 : 0;
+  if (s.bwd_data_weights && s.bwd_data_weights != s.weights) r.weights += s.bwd_data_weights->reorders() ? 1 : 0;
+  if (s.phase == Phase::kTrain) r.weights += s.diff_weights.needs_reorder() ? 1 : 0;
+  return r;
+}
+
 }  // namespace ringtrain

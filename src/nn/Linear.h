@@ -18,6 +18,7 @@ class Linear : public Layer {
   Dims out_shape(const Dims& in) const override;
   double flops_per_image(const Dims& in) const override;
   std::vector<ParamSpec> param_specs() const override;
+  StepReorders step_reorders() const override;
 
  protected:
   std::unique_ptr<State> build(const dnnl::memory::desc& src_md, Phase phase, bool need_diff_src) override;

@@ -32,6 +32,7 @@ struct Model::Impl {
   std::vector<std::unique_ptr<GraphPlan>> plans;  // one per (batch size, phase)
   GraphPlan* last = nullptr;                      // plan of the last forward
   bool can_backward = false;
+  bool share_memory = true;
   Precision precision = Precision::kFp32;
   // Whether the parameters may have changed (ParamsSpan, init()): the layers' weight copies
   // (bf16, blocked layouts) are converted once per change.
@@ -40,7 +41,7 @@ struct Model::Impl {
   GraphPlan& plan_for(int n, Phase phase) {
     for (auto& p : plans)
       if (p->n() == n && p->phase() == phase) return *p;
-    plans.push_back(std::make_unique<GraphPlan>(graph, n, phase));
+    plans.push_back(std::make_unique<GraphPlan>(graph, n, phase, share_memory));
     return *plans.back();
   }
   void layout_arenas();
@@ -146,6 +147,22 @@ void Model::set_precision(Precision precision) {
 
 Precision Model::precision() const noexcept { return impl_->precision; }
 
+void Model::set_fusions(bool on) {
+  auto& m = *impl_;
+  m.plans.clear();
+  m.last = nullptr;
+  m.can_backward = false;
+  m.graph.set_fusions(on);
+}
+
+void Model::set_memory_planning(bool on) {
+  auto& m = *impl_;
+  m.plans.clear();
+  m.last = nullptr;
+  m.can_backward = false;
+  m.share_memory = on;
+}
+
 const std::string& Model::name() const noexcept { return impl_->name; }
 ImageShape Model::input_shape() const noexcept { return impl_->input; }
 int Model::classes() const noexcept { return impl_->classes; }
@@ -193,6 +210,11 @@ const Layer& Model::layer(std::size_t i) const { return impl_->graph.layer(i); }
 Dims Model::layer_input_dims(std::size_t i) const { return impl_->graph.shape(impl_->graph.node(i).inputs.at(0)); }
 
 const Graph& Model::graph() const noexcept { return impl_->graph; }
+
+const GraphPlan& Model::plan(int n, Phase phase) {
+  if (n <= 0) throw std::invalid_argument(fmt::format("model {}: a plan for batches of {}", impl_->name, n));
+  return impl_->plan_for(n, phase);
+}
 
 double Model::flops_per_image() const {
   const Graph& g = impl_->graph;

@@ -34,6 +34,7 @@ using GradReadyFn = std::function<void(std::size_t offset, std::size_t count)>;
 
 class Layer;
 class Graph;
+class GraphPlan;
 
 class Model {
  public:
@@ -89,6 +90,15 @@ class Model {
   void set_precision(Precision precision);
   Precision precision() const noexcept;
 
+  // The graph's training-valid fusions (conv + ReLU, batch norm + ReLU; on by default), for
+  // comparisons and the plan report. Same parameters and signature either way. Drops the
+  // cached plans.
+  void set_fusions(bool on);
+  // Activations and gradients whose lives do not overlap share bytes (on by default); off:
+  // every buffer its own, as a baseline for the plan report and comparisons. Same results
+  // either way. Drops the cached plans.
+  void set_memory_planning(bool on);
+
   // Multiply-adds x 2 for one forward pass of one image.
   double flops_per_image() const;
 
@@ -98,6 +108,9 @@ class Model {
   const Layer& layer(std::size_t i) const;
   Dims layer_input_dims(std::size_t i) const;
   const Graph& graph() const noexcept;
+  // The execution plan for batches of n in this phase (built on first use, as forward does):
+  // memories, reorders and their counts (GraphPlan::stats).
+  const GraphPlan& plan(int n, Phase phase);
 
   // src: (n, C, H, W) float; labels: n ints in [0, classes). Runs the layers and the
   // softmax cross-entropy. noise_seed drives dropout (train phase only).

@@ -14,6 +14,8 @@ class Pool2d : public Layer {
 
   std::string kind() const override { return mode_ == Mode::kMax ? "maxpool2d" : "avgpool2d"; }
   std::string describe() const override;
+  // Max pooling's backward reads its workspace, average pooling's only diff_dst.
+  bool needs_src_in_backward() const override { return false; }
   bool is_max() const noexcept { return mode_ == Mode::kMax; }  // else average, padding included
   int kernel() const noexcept { return kernel_; }
   int stride() const noexcept { return stride_; }

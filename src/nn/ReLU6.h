@@ -18,6 +18,7 @@ class ReLU6 : public Layer {
   // overwritten.
   bool in_place() const override { return true; }
   bool needs_dst_in_backward() const override { return true; }
+  bool needs_src_in_backward() const override { return false; }
 
  protected:
   std::unique_ptr<State> build(const dnnl::memory::desc& src_md, Phase phase, bool need_diff_src) override;

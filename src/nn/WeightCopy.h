@@ -42,6 +42,8 @@ class WeightCopy {
   std::uint64_t conversions() const noexcept { return conversions_; }
   // The conversion is narrow_to_bf16 (plain f32 -> plain bf16), not a oneDNN reorder.
   bool narrows() const noexcept { return narrows_; }
+  // The conversion is a oneDNN reorder (another layout, or from another copy).
+  bool reorders() const noexcept { return static_cast<bool>(reorder_); }
   // The copy this one is reordered from (null: from the arena).
   const WeightCopy* source() const noexcept { return source_.get(); }
 

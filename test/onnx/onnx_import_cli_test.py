@@ -43,6 +43,9 @@ def main():
         net = os.path.join(FILES, "all_ops.onnx")
         described = run(["models", "--model-file", net]).stdout
         check("onnx:all_ops, input N x 3x12x12, 5 classes, 4309 params" in described, "models --model-file")
+        plan = run(["models", "--model-file", net, "--plan", "--plan-batch", "2"]).stdout
+        check("plan onnx:all_ops input 3x12x12 batch 2" in plan and "fused: 1 batch norm + ReLU" in plan,
+              "models --model-file --plan")
 
         rd = os.path.join(tmp, "run")
         run(["train", "--model-file", net, *DATA, "--batch-size", "8", "--max-steps", "4", "--run-dir", rd,

@@ -408,6 +408,16 @@ usage)
   one_line_error "$work/log" $code 2 "--input 3x16x16: model resnet18"
   "$bin" models --classes 1 > "$work/log" 2>&1; code=$?
   [[ $code -eq 2 ]] && grep -q -- "--classes" "$work/log" || { cat "$work/log"; fail "models --classes 1: exit $code"; }
+  # models --plan: resnet20's fusions, reorders and planned memory; unfused on request.
+  "$bin" models --model resnet20 --plan --plan-batch 2 > "$work/plan" || fail "models --plan exited non-zero"
+  for want in "^plan resnet20 input 1x28x28 batch 2 train fp32, fusions on" "relu1 .* runs in bn1" \
+      "^fused: 10 batch norm + ReLU, 0 convolution + ReLU, 9 add + ReLU" "^reorders per step: " "planned by liveness"; do
+    grep -q -- "$want" "$work/plan" || { cat "$work/plan"; fail "models --plan lacks '$want'"; }
+  done
+  "$bin" models --model resnet20 --plan --plan-batch 2 --no-fusions > "$work/plan" || fail "--no-fusions exited non-zero"
+  grep -q "^fused: 0 batch norm + ReLU" "$work/plan" || { cat "$work/plan"; fail "models --plan --no-fusions fused"; }
+  "$bin" models --model resnet20 --plan --plan-batch 0 > "$work/log" 2>&1; code=$?
+  [[ $code -eq 2 ]] && grep -q -- "--plan-batch" "$work/log" || { cat "$work/log"; fail "--plan-batch 0: exit $code"; }
   "$bin" train --data-dir /nonexistent/data > "$work/log" 2>&1; code=$?
   [[ $code -ne 0 ]] && grep -q "/nonexistent/data" "$work/log" || { cat "$work/log"; fail "missing data: exit $code"; }
   "${mpi[@]}" -np 3 "$bin" train "${data[@]}" --global-batch-size 32 > "$work/log" 2>&1; code=$?

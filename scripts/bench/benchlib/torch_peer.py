@@ -13,9 +13,14 @@ import socket
 import sys
 import time
 
-# Input shape (C, H, W) of each model in the comparisons.
+try:
+    from . import torch_graphs
+except ImportError:  # run as the peer's worker script, beside it
+    import torch_graphs
+
+# Input shape (C, H, W) of each model in the comparisons (the graph models': torch_graphs).
 NATURAL_SHAPE = {"logreg": (1, 28, 28), "lenet5": (1, 28, 28), "mlp": (3, 32, 32), "svhn-cnn": (3, 32, 32),
-                 "vgg11": (3, 32, 32), "alexnet": (3, 32, 32)}
+                 "vgg11": (3, 32, 32), "alexnet": (3, 32, 32), **torch_graphs.GRAPH_SHAPE}
 VGG11 = [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"]
 
 
@@ -76,11 +81,15 @@ def walk(name, shape, nn=None):
 def describe(name, shape):
     """Parameters and training FLOPs per image: 2 per multiply-add of conv and linear layers, for
     the forward, weight-gradient and input-gradient passes (none of the last for the first layer)."""
+    if name in torch_graphs.GRAPH_SHAPE:
+        return torch_graphs.describe(name, shape)
     params, macs, first, _ = walk(name, shape)
     return {"params": params, "train_flops_per_image": 6 * macs - 2 * first}
 
 
 def build(name, shape):
+    if name in torch_graphs.GRAPH_SHAPE:
+        return torch_graphs.build(name, shape)
     import torch.nn as nn
     params, _, _, layers = walk(name, shape, nn)
     model = nn.Sequential(*layers)
@@ -97,6 +106,9 @@ def train(args, shape, rank=0, world=1):
     import torch.nn.functional as F
     torch.manual_seed(args.seed)
     model = build(args.model, shape)
+    channels_last = args.memory_format == "channels_last"
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel
         model = DistributedDataParallel(model)  # broadcasts rank 0's parameters
@@ -120,6 +132,8 @@ def train(args, shape, rank=0, world=1):
         idx = state["idx"][state["pos"]:state["pos"] + args.batch_size]
         state["pos"] += args.batch_size
         x, y = x_all.index_select(0, idx), y_all.index_select(0, idx)  # a copy, as Dataset::get
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
         opt.zero_grad(set_to_none=True)
         with autocast():
             loss = F.cross_entropy(model(x), y)
@@ -180,6 +194,8 @@ def main(argv=None):
     p.add_argument("--nproc", type=int, default=2, help="ranks spawned with --ddp (RANK/WORLD_SIZE unset)")
     p.add_argument("--ddp-hook", choices=["none", "fp16"], default="none")
     p.add_argument("--autocast", choices=["none", "bf16"], default="none")
+    p.add_argument("--memory-format", choices=["default", "channels_last"], default="default",
+                   help="of the model and the batches (PyTorch's NHWC path)")
     args = p.parse_args(argv)
     args.lr, args.momentum, args.seed = 0.01, 0.9, 1  # ringtrain's defaults
     shape = NATURAL_SHAPE[args.model]

@@ -14,6 +14,10 @@ Without the peer (Debian's python3-torch, see --install-peer) ringtrain's figure
   bench.py train --models logreg,lenet5,mlp,vgg11                 # np 1, 1 thread
   bench.py train --models lenet5,mlp,vgg11 --np 2                 # and np 2 against DDP (gloo)
   bench.py train --models lenet5,mlp --precision fp32,bf16        # bf16 compute (AVX512-BF16 CPUs)
+  bench.py train --models resnet20,resnet18,resnet50,mobilenetv2  # graph models against torchvision's
+  bench.py train --models resnet50 --torch-format channels_last   # PyTorch in channels-last memory format
+Graph models (benchlib/torch_graphs.py): torchvision 0.14's resnet18/resnet50/mobilenet_v2 with 10
+classes at 224x224, and a CIFAR resnet20 at 32x32 built as ringtrain's; the same parameter counts.
 """
 import math
 import os
@@ -27,9 +31,14 @@ from benchlib.table import Table, conditions, emit
 from benchlib.torch_peer import NATURAL_SHAPE, describe
 
 # Per-rank batch and timed steps per model: a few seconds of work each at one thread.
-BATCH = {"logreg": 64, "lenet5": 64, "mlp": 32, "vgg11": 32, "svhn-cnn": 64, "alexnet": 32}
-STEPS = {"logreg": 600, "lenet5": 200, "mlp": 150, "vgg11": 20, "svhn-cnn": 200, "alexnet": 20}
-WARMUP = {"logreg": 20, "lenet5": 10, "mlp": 10, "vgg11": 3, "svhn-cnn": 10, "alexnet": 3}
+# The graph models' batches are the targets' (resnet50 16, resnet18 and mobilenetv2 32 at 224x224,
+# resnet20 128 at 32x32); their steps take seconds each, so few.
+BATCH = {"logreg": 64, "lenet5": 64, "mlp": 32, "vgg11": 32, "svhn-cnn": 64, "alexnet": 32, "resnet20": 128,
+         "resnet18": 32, "resnet50": 16, "mobilenetv2": 32}
+STEPS = {"logreg": 600, "lenet5": 200, "mlp": 150, "vgg11": 20, "svhn-cnn": 200, "alexnet": 20, "resnet20": 20,
+         "resnet18": 5, "resnet50": 4, "mobilenetv2": 5}
+WARMUP = {"logreg": 20, "lenet5": 10, "mlp": 10, "vgg11": 3, "svhn-cnn": 10, "alexnet": 3, "resnet20": 3,
+          "resnet18": 2, "resnet50": 2, "mobilenetv2": 2}
 
 
 def add_arguments(p, models="logreg,mlp,lenet5"):
@@ -39,6 +48,8 @@ def add_arguments(p, models="logreg,mlp,lenet5"):
     p.add_argument("--warmup", type=int, help="untimed steps first (default per model)")
     p.add_argument("--precision", default="fp32", help="fp32 and/or bf16, comma-separated")
     p.add_argument("--data-mb", type=float, default=32.0, help="cap on the synthetic set's pixels (MB)")
+    p.add_argument("--torch-format", choices=["default", "channels_last"], default="default",
+                   help="PyTorch's memory format for the model and its inputs")
     p.add_argument("--bin", default=ringtrain.default_bin())
     add_options(p)
     peer.add_options(p)
@@ -60,7 +71,7 @@ class Work:
     """One model and precision, the same for both frameworks and every rank count."""
 
     def __init__(self, args, model, precision, batches):
-        self.model, self.precision = model, precision
+        self.model, self.precision, self.torch_format = model, precision, args.torch_format
         self.shape = NATURAL_SHAPE[model]
         self.batch = batches.get(model, BATCH.get(model, 32))
         self.steps, self.warmup = args.steps or STEPS.get(model, 100), args.warmup or WARMUP.get(model, 5)
@@ -80,7 +91,8 @@ class Work:
     def peer_argv(self, extra=()):
         return [peer.PYTHON, peer.WORKER, "--model", self.model, "--batch-size", str(self.batch), "--steps",
                 str(self.steps), "--warmup", str(self.warmup), "--synthetic-train", str(self.n_train), "--final-eval",
-                str(self.n_test), "--autocast", "bf16" if self.precision == "bf16" else "none", *extra]
+                str(self.n_test), "--autocast", "bf16" if self.precision == "bf16" else "none",
+                "--memory-format", self.torch_format, *extra]
 
 
 def run(args):
