@@ -20,7 +20,7 @@
 
 namespace ringtrain {
 
-Commands::Commands(CLI::App& app) : train_(app) {
+Commands::Commands(CLI::App& app) : train_(app), pack_(app) {
   add_eval(app);
   add_local(app);
 }
@@ -52,7 +52,7 @@ void Commands::add_local(CLI::App& app) {
   datasets_ = app.add_subcommand("datasets", "Describe a dataset: counts, shape, class histogram, mean/std");
   datasets_options_.add(*datasets_, datasets_data_);
   datasets_->add_flag("--time", datasets_time_,
-                      "Folder: decode and augment one training epoch as training would, and print images/s");
+                      "Folder, packed: decode and augment one training epoch as training would, and print images/s");
   datasets_->add_flag("--augment", datasets_data_.augment, "As train's --augment (for --time)");
   datasets_->add_option("--loader-threads", datasets_loader_threads_, "--time: loader threads (default: cores - 1)")
       ->check(at_least(1));
@@ -83,13 +83,13 @@ bool Commands::stops_on_signal() const { return train_.parsed(); }
 
 int Commands::run_datasets() {
   const DatasetConfig config = datasets_options_.resolve();
-  if (config.name != "folder") {
-    if (datasets_time_) throw std::invalid_argument("--time: only --dataset folder decodes its images");
+  if (!decodes_images(config.name)) {
+    if (datasets_time_) throw std::invalid_argument("--time: only --dataset folder or packed decode their images");
     fmt::print("{}", format_dataset_report(describe_dataset(config.name, load_dataset(config))));
     return 0;
   }
   const DatasetSplits splits = load_dataset(config);
-  fmt::print("{}", describe_folder(splits));
+  fmt::print("{}", config.name == "folder" ? describe_folder(splits) : describe_packed(splits));
   if (datasets_time_) {
     const int threads = datasets_loader_threads_ > 0 ? datasets_loader_threads_ : default_loader_threads(1);
     const FolderTiming t = time_folder_epoch(*splits.train, datasets_seed_, threads, datasets_batch_);
@@ -128,6 +128,7 @@ int Commands::list_models() const {
 int Commands::run_local() {
   if (models_->parsed()) return list_models();
   if (datasets_->parsed()) return run_datasets();
+  if (pack_.parsed()) return pack_.run();
   if (inspect_->parsed()) {
     fmt::print("{}\n", describe_checkpoint(inspect_path_).dump(2));
     return 0;

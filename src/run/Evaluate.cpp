@@ -89,7 +89,7 @@ EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& 
   std::copy(ck.buffers.begin(), ck.buffers.end(), model.buffers().begin());
 
   // Image folders decode as they go: on the cores this node's ranks leave free.
-  const int threads = config.name == "folder" ? default_loader_threads(comm.ranks_on_node()) : 0;
+  const int threads = decodes_images(config.name) ? default_loader_threads(comm.ranks_on_node()) : 0;
   EvalResult result = evaluate_model(comm, model, *splits.test, batch_size, threads);
   result.model = model.name();
   return result;

@@ -50,9 +50,16 @@ TrainStep::TrainStep(Model& model, const Dataset& train, TrainStepConfig config,
       // Logical shards: one global permutation, cut by shard rather than by rank.
       sampler_(train.size(), config.logical_shards > 0 ? 0 : rank, config.logical_shards > 0 ? 1 : world, config.seed,
                DistributedSampler::Mode::kTrain) {
+  if (config_.shuffle_block_bytes > 0) {
+    BlockShuffle blocks{train.block_starts(config_.shuffle_block_bytes)};
+    if (blocks.starts.empty()) throw std::invalid_argument("--shuffle block: the training data has no blocks (--dataset packed)");
+    sampler_.set_blocks(std::move(blocks));
+  }
   const auto batch = static_cast<std::size_t>(config_.batch_size);
   const int parts = config_.logical_shards > 0 ? config_.logical_shards : config_.accumulate;
   steps_per_epoch_ = static_cast<std::int64_t>(sampler_.steps(batch)) / parts;
+  samples_per_epoch_ = static_cast<std::size_t>(steps_per_epoch_) * static_cast<std::size_t>(parts) * batch *
+                       static_cast<std::size_t>(config_.logical_shards > 0 ? 1 : world);
   src_.resize(batch * train.shape().numel());
   labels_.resize(batch);
   if (config_.accumulate > 1) accumulated_.resize(model.num_params());
