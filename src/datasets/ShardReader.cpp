@@ -48,6 +48,15 @@ ShardReader::ShardReader(std::string dir, std::string split) : dir_(std::move(di
     throw DataNotFound(fmt::format("{}: no packed index (expected the output of ringtrain pack --out {})", index_path, dir_));
   const std::vector<unsigned char> bytes = read_file_bytes(index_path);
   index_ = ShardIndex::parse(std::span<const std::uint8_t>(bytes.data(), bytes.size()), index_path);
+  try {
+    open_shards(index_path);
+  } catch (...) {
+    for (int fd : fds_) ::close(fd);  // no destructor runs for a constructor that throws
+    throw;
+  }
+}
+
+void ShardReader::open_shards(const std::string& index_path) {
   for (std::uint32_t s = 0; s < index_.shard_bytes.size(); ++s) {
     const std::string path = shard_file_path(dir_, split_, s);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

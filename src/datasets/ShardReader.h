@@ -43,6 +43,8 @@ class ShardReader {
   std::string split_;
   ShardIndex index_;
   std::vector<int> fds_;
+
+  void open_shards(const std::string& index_path);
 };
 
 // Checks a record's bytes (its header then payload, as stored at record.offset) against its

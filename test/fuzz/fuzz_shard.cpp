@@ -39,7 +39,7 @@ bool fix_checksums(std::vector<std::uint8_t>& index, std::vector<std::uint8_t>& 
     return false;
   }
   for (ShardRecord& r : ix.records) {
-    if (r.shard != 0 || r.offset + kRecordHeaderBytes + r.bytes > shard.size()) continue;
+    if (r.shard != 0 || r.offset > shard.size() || shard.size() - r.offset < kRecordHeaderBytes + r.bytes) continue;
     std::uint8_t* h = shard.data() + r.offset;
     std::memcpy(h, kRecordMagic, 4);
     put_u32(h + 4, r.label);
