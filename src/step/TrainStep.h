@@ -137,8 +137,9 @@ class TrainStep {
   // Batch `number` of epoch `epoch` into src_/labels_ (from the loader's queue when it
   // holds it, which it then tops up while `ahead`); returns its sample count.
   std::size_t fetch(std::uint64_t epoch, std::size_t number, std::uint64_t augment_key, bool ahead);
-  // After the agreement: a data failure on any rank throws on every rank.
-  void throw_if_data_failure(const StepTotals& sum, const LoopPosition& at);
+  // After the agreement: a data failure on any rank throws on every rank, every rank with
+  // the same message (the lowest failing rank's error, gathered over comm).
+  void throw_if_data_failure(const StepTotals& sum, const LoopPosition& at, Communicator& comm);
 
   PhaseTimes compute_shards(const LoopPosition& at, StepTotals& local, ExactShardSum& sum);
   std::uint64_t augment_key(const LoopPosition& at) const;
