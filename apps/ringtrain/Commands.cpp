@@ -14,6 +14,7 @@
 #include "datasets/FolderReport.h"
 #include "export/OnnxExport.h"
 #include "nn/Model.h"
+#include "run/Agreement.h"
 #include "run/Evaluate.h"
 #include "trace/Trace.h"
 #include "train/Trainer.h"
@@ -156,7 +157,9 @@ int Commands::run_distributed(Communicator& comm) {
   if (eval_->parsed()) {
     // Without --dataset, the checkpoint's own dataset configuration.
     std::optional<DatasetConfig> data;
-    if (eval_->count("--dataset") > 0) data = eval_data_options_.resolve();
+    run_agreed(comm, [&] {  // a bad flag: the same error on every rank, none lost to an abort
+      if (eval_->count("--dataset") > 0) data = eval_data_options_.resolve();
+    });
     const EvalResult r = evaluate_checkpoint(comm, eval_checkpoint_, data, eval_batch_);
     if (comm.rank() == 0) {
       fmt::print("{}: model {}, {} test samples, loss {:.4f}, accuracy {:.4f}\n", eval_checkpoint_, r.model,

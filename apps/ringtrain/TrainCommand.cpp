@@ -13,6 +13,7 @@
 #include "nn/Model.h"
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
+#include "run/Agreement.h"
 #include "run/StopSignals.h"
 #include "train/Trainer.h"
 
@@ -277,8 +278,12 @@ void TrainCommand::apply_config_file() {
 
 int TrainCommand::run(Communicator& comm) {
   TrainConfig config = config_;
-  config.data = data_.resolve();
-  if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
+  // Every rank reads the same flags: agreed, a bad one is the same error on every rank, each
+  // printing it before leaving (an MPI_Abort from the first could end the others unheard).
+  run_agreed(comm, [&] {
+    config.data = data_.resolve();
+    if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
+  });
   config.overlap = overlap_;
   // This run's own paths stay as comments: a rerun from the file gets a new run directory
   // (and would otherwise write over this one).
