@@ -61,11 +61,22 @@ void write(const std::filesystem::path& path, const std::vector<std::uint8_t>& b
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::filesystem::path dir = [] {
-    auto d = std::filesystem::temp_directory_path() / ("ringtrain-fuzz-shard-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d;
-  }();
+  // In RAM where there is /dev/shm (the files are rewritten for every input); removed at exit.
+  struct ScratchDir {
+    std::filesystem::path path;
+    ScratchDir() {
+      const std::filesystem::path base = std::filesystem::is_directory("/dev/shm") ? std::filesystem::path("/dev/shm")
+                                                                                  : std::filesystem::temp_directory_path();
+      path = base / ("ringtrain-fuzz-shard-" + std::to_string(::getpid()));
+      std::filesystem::create_directories(path);
+    }
+    ~ScratchDir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const ScratchDir scratch;
+  const std::filesystem::path& dir = scratch.path;
   if (size < 5) return 0;
   std::uint32_t index_size = 0;
   std::memcpy(&index_size, data + 1, 4);
