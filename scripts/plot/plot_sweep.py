@@ -186,8 +186,8 @@ def plot_convergence(rows, sweep_dir, out_path):
 
 
 # Parts of a run's time in plot_time_split, from plot_run.phase_breakdown's keys.
-SPLIT = [("compute", ("data", "forward", "backward", "optimizer"),
-          "compute (data, forward, backward, optimizer)", "#3182bd"),
+SPLIT = [("data", ("data",), "waiting for data (loading not done ahead)", "#9ecae1"),
+         ("compute", ("forward", "backward", "optimizer"), "compute (forward, backward, optimizer)", "#3182bd"),
          ("allreduce_net", ("allreduce_net",), "all-reduce outside MPI waits", "#fd8d3c"),
          ("wait", ("wait",), "blocked in MPI waits (slower peers, or the wire)", "#d62728"),
          ("rest", ("eval", "checkpoint", "other"), "evaluation, checkpoints, other", "#bdbdbd")]

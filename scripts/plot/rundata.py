@@ -313,6 +313,14 @@ def shares(summary):
     return mean(ar), mean(wt)
 
 
+def phase_share(summary, phase):
+    """Mean over ranks of phases_s[phase] / wall (e.g. "data": the steps waiting for their
+    batches); None when no rank logged it."""
+    xs = [(r.get("phases_s") or {}).get(phase) / r["wall_s"] for r in summary.get("ranks", [])
+          if r.get("wall_s") and (r.get("phases_s") or {}).get(phase) is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
 def pct(v, digits=1):
     """A fraction as a percentage cell: '' for None."""
     return "" if v is None else f"{100 * v:.{digits}f}"

@@ -130,17 +130,18 @@ def section_network(ok, keys):
 def section_share(ok, keys):
     groups = sweepdata.aggregate(ok, [k for k, _ in keys])
     header = [t for _, t in keys] + ["All-reduce (% of time)", "of which waiting (%)",
-                                     "Outside MPI waits (%)"]
+                                     "Outside MPI waits (%)", "Waiting for data (%)"]
     body = []
     for g in groups:
         ar, wt = g.get("allreduce_share"), g.get("wait_share")
         net = None if ar is None else ar - (wt or 0.0)
-        body.append(grid_cells(g, keys) + [pct(ar), pct(wt), pct(net)])
+        body.append(grid_cells(g, keys) + [pct(ar), pct(wt), pct(net), pct(g.get("data_share"))])
     return ("## Share of time in all-reduce and waiting\n\nMean over ranks of each rank's "
             "all-reduce time (waiting included, as the trainer logs it) and of its time "
             "blocked in MPI waits (*waiting*: on slower peers, and also on the wire when the "
             "network is the limit; the rest is reducing and copying), as a share of its "
-            "wall time.\n\n" + table(header, body))
+            "wall time. *Waiting for data*: the steps blocked on their batch (loading, "
+            "decoding and augmenting the loader threads had not done ahead).\n\n" + table(header, body))
 
 
 def section_checkpoint(ok):

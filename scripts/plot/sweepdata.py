@@ -18,7 +18,7 @@ COLUMNS = [
     "wall_s", "launcher_wall_s", "rank_wall_s", "final_train_loss", "final_test_loss",
     "test_accuracy", "test_error", "images_per_s", "peak_rss_mb", "mean_cpu_percent",
     "mb_sent_per_rank", "mb_received_per_rank", "allreduce_share", "wait_share",
-    "steps_per_s", "worker_steps_per_s", "epoch_s", "mb_per_s_per_node", "staleness_max",
+    "data_share", "steps_per_s", "worker_steps_per_s", "epoch_s", "mb_per_s_per_node", "staleness_max",
     "staleness_histogram", "checkpoint_s", "epochs_completed", "steps", "error_message",
 ]
 
@@ -195,7 +195,7 @@ def load_row(run_dir):
         "peak_rss_mb": max(peaks) if peaks else None,
         "mean_cpu_percent": sum(cpus) / len(cpus) if cpus else None,
         "mb_sent_per_rank": joined("mb_sent"), "mb_received_per_rank": joined("mb_received"),
-        "allreduce_share": ar_share, "wait_share": wait_share,
+        "allreduce_share": ar_share, "wait_share": wait_share, "data_share": rundata.phase_share(s, "data"),
         "steps_per_s": sum(worker_rates) / len(worker_rates) if worker_rates else None,
         "worker_steps_per_s": ";".join(f"{v:.3f}" for v in worker_rates)
         if mode == "async" and worker_rates else None,

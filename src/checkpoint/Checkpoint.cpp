@@ -11,9 +11,12 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -249,6 +252,14 @@ CheckpointData Checkpoint::deserialize(std::span<const std::byte> bytes, const s
 
 namespace {
 
+// The test hook RINGTRAIN_TEST_CHECKPOINT_HOLD_MS (Checkpoint.h): a pause inside the write.
+void hold_for_test() {
+  const char* v = std::getenv("RINGTRAIN_TEST_CHECKPOINT_HOLD_MS");
+  char* end = nullptr;
+  const long ms = v ? std::strtol(v, &end, 10) : 0;
+  if (ms > 0 && *end == '\0') std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 // Writes the parts, in order, into one file through a temporary file and a rename (see
 // Checkpoint::write). Returns bytes.
 std::size_t write_parts(const std::filesystem::path& path, std::span<const std::span<const std::byte>> parts,
@@ -278,6 +289,7 @@ std::size_t write_parts(const std::filesystem::path& path, std::span<const std::
       done += static_cast<std::size_t>(n);
     }
     total += done;
+    if (total == done) hold_for_test();  // the first part (the header) is in the .tmp
   }
   if (durability == Checkpoint::Durability::kFsync && ::fsync(fd) != 0) throw fail("fsync", errno);
   // close() reports deferred write errors on some filesystems (NFS): checked too.

@@ -86,6 +86,10 @@ class Checkpoint {
   // The same file serialize() would give for these contents, written the same atomic way
   // straight from where the sections live: no copy of them in memory, so a checkpoint costs
   // no memory beyond its header. Returns bytes.
+  // For tests only: RINGTRAIN_TEST_CHECKPOINT_HOLD_MS=<ms> makes every write (either form)
+  // pause that long once its first part is in <path>.tmp: a writer held inside the write,
+  // long enough for a test to stop it there (test/train/stall_random_test.py
+  // --checkpoint-write).
   static std::size_t write(const std::filesystem::path& path, const CheckpointView& view,
                            Durability durability = Durability::kFsync);
   // Reads the whole file (throws naming the path if missing or unreadable).

@@ -8,6 +8,7 @@
 
 #include "checkpoint/CheckpointIo.h"
 #include "checkpoint/SnapshotStore.h"
+#include "collectives/StallRecord.h"
 #include "common/CollectiveError.h"
 #include "nn/Model.h"
 
@@ -143,6 +144,9 @@ std::filesystem::path write_checkpoint(const CheckpointView& ck, const TrainConf
                                        const std::filesystem::path& checkpoint_dir, const LoopPosition& at,
                                        RunLog& log, const std::function<double()>& elapsed,
                                        std::chrono::steady_clock::time_point started) {
+  // A rank stopped or slow in here is named as last seen writing the checkpoint, not merely in
+  // the checkpoint phase, whose collectives the other ranks wait in meanwhile.
+  const StallPhase phase("writing checkpoint");
   const std::filesystem::path path = checkpoint_dir / Checkpoint::file_name(at.global_step);
   const std::size_t bytes = Checkpoint::write(path, ck);
   Checkpoint::prune(checkpoint_dir, config.keep_checkpoints);

@@ -123,7 +123,8 @@ std::string StallStatus::where() const {
     s += peer == StallRecord::kAllRanks ? std::string(") waiting for every rank") : fmt::format(") waiting for rank {}", peer);
     s += fmt::format(" for {:.1f} s", wait_s);
   } else {
-    s += fmt::format(" computing (no MPI wait) for {:.1f} s", still_s);
+    // Not "computing": outside MPI a rank may as well be loading data or writing a file.
+    s += fmt::format(" outside MPI for {:.1f} s", still_s);
   }
   return s;
 }

@@ -36,7 +36,7 @@ struct StallStatus {
   static StallStatus decode(std::span<const std::byte, kWireBytes> in);
 
   // "step 57, evaluation, in all-reduce of metrics (MPI_Allreduce) waiting for every rank
-  // for 3.1 s" / "step 57, training, computing (no MPI wait) for 4.0 s": as reported.
+  // for 3.1 s" / "step 60, writing checkpoint, outside MPI for 4.0 s": as reported.
   std::string where() const;
 };
 

@@ -113,8 +113,15 @@ void StallWatchdog::run() {
       named_serial = s.serial;
       named.clear();
     }
-    if (channel && named.empty() && stalled >= std::min(silence, options_.warning_s > 0 ? options_.warning_s : silence))
+    if (channel && !named.empty()) {
+      // The same ranks, with today's figures, every poll: the last ones stay once the job
+      // ends around this rank (a stopped rank killed by mpirun's teardown is judged no more).
+      for (const StalledRank& now_named : judge(mine, now).first)
+        for (StalledRank& r : named)
+          if (r.rank == now_named.rank) r = now_named;
+    } else if (channel && stalled >= std::min(silence, options_.warning_s > 0 ? options_.warning_s : silence)) {
       std::tie(named, exited) = judge(mine, now);
+    }
     const bool timeout = options_.timeout_s > 0.0 && stalled >= options_.timeout_s;
     const bool warning =
         options_.warning_s > 0.0 && stalled >= options_.warning_s && !(warned && warned_serial == s.serial);
@@ -122,11 +129,6 @@ void StallWatchdog::run() {
     // A stopped rank's silence shows a few polls after the wait began: give it that long
     // before saying nobody can be named.
     const double threshold = timeout ? options_.timeout_s : options_.warning_s;
-    if (channel && !named.empty()) {  // the same ranks, with today's figures
-      for (const StalledRank& now_named : judge(mine, now).first)
-        for (StalledRank& r : named)
-          if (r.rank == now_named.rank) r = now_named;
-    }
     if (channel && named.empty() && stalled < threshold + silence + 2.0 * options_.poll_s) continue;
     const std::string who = culprits(named, s, channel, exited);
     if (timeout) {

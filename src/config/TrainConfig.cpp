@@ -14,6 +14,14 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw std::invalid_argument(message);
 }
 
+// A JSON array of numbers (the normalisation's mean and std, the schedule's milestones).
+template <class Numbers>
+Json json_array(const Numbers& values) {
+  Json a = Json::array();
+  for (const auto v : values) a.push(v);
+  return a;
+}
+
 // config.json's dataset fields, in the order they have always had (the synthetic ones only
 // for synthetic data).
 void set_data_fields(Json& j, const DatasetConfig& data) {
@@ -21,12 +29,8 @@ void set_data_fields(Json& j, const DatasetConfig& data) {
   j.set("data_dir", data.data_dir);
   j.set("augment", data.augment);
   j.set("normalize", data.normalize);
-  Json mean = Json::array();
-  for (float v : data.norm_mean) mean.push(v);
-  j.set("mean", std::move(mean));
-  Json stdev = Json::array();
-  for (float v : data.norm_std) stdev.push(v);
-  j.set("std", std::move(stdev));
+  j.set("mean", json_array(data.norm_mean));
+  j.set("std", json_array(data.norm_std));
   if (data.name == "synthetic") {
     j.set("synthetic_shape", data.synthetic_shape.str());
     j.set("synthetic_classes", data.synthetic_classes);
@@ -161,9 +165,7 @@ Json TrainConfig::to_json() const {
   j.set("lr_schedule", schedule.name);
   j.set("lr_gamma", schedule.gamma);
   j.set("lr_step_epochs", schedule.step_epochs);
-  Json milestones = Json::array();
-  for (double m : schedule.milestones) milestones.push(m);
-  j.set("lr_milestones", std::move(milestones));
+  j.set("lr_milestones", json_array(schedule.milestones));
   j.set("lr_min", schedule.min_lr);
   j.set("warmup_epochs", schedule.warmup_epochs);
   j.set("lr_scaling", lr_scaling);

@@ -170,6 +170,7 @@ SyncTimes ExactShardSum::reduce(std::span<float> grads, std::span<float> buffers
   }
   StallRecord::instance().set_bucket(0, static_cast<int>(buckets_.size()));
   in_mpi([&] { comm_.allreduce_sum(std::span<std::int64_t>(fixed_)); });
+  StallRecord::instance().set_bucket(-1, static_cast<int>(buckets_.size()));  // later waits are in no bucket
   // Any fixed function of identical integers gives identical floats: q / (2^e S) in double.
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const auto [offset, count] = buckets_[b];

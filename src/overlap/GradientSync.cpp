@@ -75,6 +75,8 @@ void GradientSync::reduce_bucket(std::size_t index) {
   const auto [offset, count] = buckets_[index];
   StallRecord::instance().set_bucket(static_cast<int>(index), static_cast<int>(buckets_.size()));  // stall watchdog
   comm_.allreduce(grads_.subspan(offset, count), algo_, /*mean=*/true, compression_);
+  // Done: a later wait (a metrics sum, a checkpoint's broadcast) is in no bucket.
+  StallRecord::instance().set_bucket(-1, static_cast<int>(buckets_.size()));
   slices_.emplace_back(seconds_between(begin_time_, t0), seconds_between(begin_time_, Clock::now()));
 }
 

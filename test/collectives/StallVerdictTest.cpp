@@ -83,7 +83,7 @@ TEST_CASE("find_stalled: a live rank outside MPI for as long as this one waited;
   in.peers[0].silent_s = 0.1;
   named = find_stalled(in);
   REQUIRE(ranks(named) == std::vector<int>{1});
-  CHECK_THAT(describe_stalled(named), Contains("outside MPI for 5.9 s") && Contains("checkpoint, computing"));
+  CHECK_THAT(describe_stalled(named), Contains("outside MPI for 5.9 s") && Contains("checkpoint, outside MPI for 5.8 s"));
   // Working, but not for as long as this rank has waited: not the one.
   in.peers[0].last.still_s = 2.0;
   CHECK(find_stalled(in).empty());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectives/Communicator.h"
+#include "collectives/StallRecord.h"
 #include "overlap/GradientSync.h"
 
 using namespace ringtrain;
@@ -25,6 +26,7 @@ struct Call {
   std::size_t offset = 0;
   std::size_t count = 0;
   std::thread::id thread;
+  int bucket = -1;  // the stall record's bucket during the call
 };
 
 // Acts as rank 0 of `size` ranks whose peers hold values derived from ours: a sum over
@@ -41,7 +43,8 @@ class FakeCommunicator : public Communicator {
     }
     if (algo != AllreduceAlgo::kRing) throw std::logic_error("fake: unexpected algorithm");
     for (float& v : data) v = (v * static_cast<float>(size_) + 0.25f) * scale;
-    log({"allreduce", static_cast<std::size_t>(data.data() - base_), data.size(), std::this_thread::get_id()});
+    log({"allreduce", static_cast<std::size_t>(data.data() - base_), data.size(), std::this_thread::get_id(),
+         StallRecord::instance().snapshot().bucket});
     if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
   }
   void allreduce_sum(std::span<double> data) override {
@@ -145,6 +148,22 @@ TEST_CASE("Overlapped GradientSync makes the blocking path's calls, in order, on
   CHECK(ca[0].kind == "sum");
   CHECK(ca[1].offset == 0);
   CHECK(ca[10].offset == 900);
+}
+
+TEST_CASE("The stall record names a gradient bucket during its all-reduce only, on both paths") {
+  for (const bool overlap : {false, true}) {
+    INFO("overlap " << overlap);
+    std::vector<float> g = gradients();
+    FakeCommunicator comm(3, g.data());
+    GradientSync sync(comm, AllreduceAlgo::kRing, kParams, kBucketMb, overlap);
+    run_step(sync, g);
+    int next = 0;
+    for (const Call& c : comm.calls())
+      if (c.kind == "allreduce") CHECK(c.bucket == next++);
+    CHECK(next == 10);
+    // A wait after the step (a metrics sum, a checkpoint's broadcast) is in no bucket.
+    CHECK(StallRecord::instance().snapshot().bucket == -1);
+  }
 }
 
 TEST_CASE("Overlapped GradientSync sends a bucket as soon as backward has finished it") {

@@ -28,7 +28,7 @@ EXPECTED_COLUMNS = [
     "wall_s", "launcher_wall_s", "rank_wall_s", "final_train_loss", "final_test_loss",
     "test_accuracy", "test_error", "images_per_s", "peak_rss_mb", "mean_cpu_percent",
     "mb_sent_per_rank", "mb_received_per_rank", "allreduce_share", "wait_share",
-    "steps_per_s", "worker_steps_per_s", "epoch_s", "mb_per_s_per_node", "staleness_max",
+    "data_share", "steps_per_s", "worker_steps_per_s", "epoch_s", "mb_per_s_per_node", "staleness_max",
     "staleness_histogram", "checkpoint_s", "epochs_completed", "steps", "error_message",
 ]
 failures = []
@@ -206,6 +206,9 @@ def main():
         check(close(r["allreduce_share"], ar, 1e-2),
               f"{name}: allreduce share {r['allreduce_share']} vs {ar}")
         check(close(r["wait_share"], wt, 1e-2), f"{name}: wait share {r['wait_share']} vs {wt}")
+        ds = sum(plan.rank_totals[k]["phases_s"]["data"] / plan.rank_totals[k]["wall_s"]
+                 for k in range(plan.ranks)) / plan.ranks
+        check(close(r["data_share"], ds, 1e-2), f"{name}: data share {r['data_share']} vs {ds}")
         check(close(r["images_per_s"], s["images_per_s"]), f"{name}: images/s")
         check(r["error_message"] == "", f"{name}: error message on a good run")
         if plan.ranks == 1:
@@ -232,7 +235,7 @@ def main():
                    "| Batch size |",
                    "| Time (s) | Loss | Accuracy (%) | Peak memory (MB) | CPU (%) |",
                    "MB sent per rank", "MB received per rank", "All-reduce (% of time)",
-                   "of which waiting (%)", failed, "std::bad_alloc",
+                   "of which waiting (%)", "Waiting for data (%)", failed, "std::bad_alloc",
                    "(plots/vs_batch_size.png)", "(plots/vs_ranks.png)",
                    "(plots/convergence.png)"]:
         check(needle in md, f"report.md lacks {needle!r}")

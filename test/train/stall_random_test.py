@@ -3,15 +3,20 @@
 checkpoints): every stall message of the ranks that waited must name exactly the stopped rank
 and its host, and no message may name a rank that was not stopped.
 
+With --checkpoint-write the last stop lands inside rank 0's write of a checkpoint file, where
+the test hook RINGTRAIN_TEST_CHECKPOINT_HOLD_MS (Checkpoint.h) holds it: the others' timeout
+must name rank 0 as last seen writing that checkpoint.
+
 Each launch stops one rank several times: with --stall-warning 1 the others warn, naming it,
 without ending the job; the rank is then resumed (SIGCONT) and stopped again later; the last
 stop runs into --stall-timeout and ends the job with errors naming it. Ranks are found as the
 children of the mpirun this test started (never by a pattern over the machine's processes).
 
 usage: stall_random_test.py BINARY [--np N] [--launches L] [--stops S] [--seed X] [--channel auto]
-    [--async] [--bench]   (train --mode async; BINARY is allreduce_bench)
+    [--async] [--bench]   (train --mode async; BINARY is allreduce_bench) [--checkpoint-write]
 """
 import argparse
+import glob
 import os
 import random
 import re
@@ -26,27 +31,31 @@ import time
 NAMED = re.compile(r"rank (\d+) on (\S+) \[")
 WHERE = re.compile(r"at step \d+ \(([a-z ]+)\).*? in ([a-z0-9 ()-]+?) \(")
 LAST_SEEN = re.compile(r"last seen: (?:step \d+, )?([a-z ]+?)[,\]]")
+HOLD_S = 6.0  # --checkpoint-write: how long the hook holds each checkpoint write (< --stall-timeout)
 STALL = re.compile(r"^(?:ringtrain|allreduce_bench): \[rank (\d+)\] (warning|error): (?:stall timeout: )?.*?stalled rank\(s\): (.*)$")
+
+
+def rank_of(pid, binary):
+    """The MPI rank of process `pid` if it runs `binary`, else None (also once it has ended)."""
+    try:
+        if os.path.realpath(f"/proc/{pid}/exe") != os.path.realpath(binary):
+            return None
+        env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+    except OSError:
+        return None
+    for e in env:
+        if e.startswith(b"OMPI_COMM_WORLD_RANK="):
+            return int(e.split(b"=", 1)[1])
+    return None
 
 
 def rank_pids(launcher, binary):
     """{rank: pid} of the children of `launcher` running `binary`."""
-    out = {}
     try:
         children = open(f"/proc/{launcher}/task/{launcher}/children").read().split()
     except OSError:
-        return out
-    for c in children:
-        try:
-            if os.path.realpath(f"/proc/{c}/exe") != os.path.realpath(binary):
-                continue
-            env = open(f"/proc/{c}/environ", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        for e in env:
-            if e.startswith(b"OMPI_COMM_WORLD_RANK="):
-                out[int(e.split(b"=", 1)[1])] = int(c)
-    return out
+        return {}
+    return {r: int(c) for c in children if (r := rank_of(c, binary)) is not None}
 
 
 def cluster_rank_pids(cluster_id, nodes, binary):
@@ -57,16 +66,7 @@ def cluster_rank_pids(cluster_id, nodes, binary):
     for i in range(nodes):
         node = f"{tag}-node{i}"
         pids = subprocess.run(["ip", "netns", "pids", node], capture_output=True, text=True).stdout.split()
-        for c in pids:
-            try:
-                if os.path.realpath(f"/proc/{c}/exe") != os.path.realpath(binary):
-                    continue
-                env = open(f"/proc/{c}/environ", "rb").read().split(b"\0")
-            except OSError:
-                continue
-            for e in env:
-                if e.startswith(b"OMPI_COMM_WORLD_RANK="):
-                    out[int(e.split(b"=", 1)[1])] = (int(c), node)
+        out.update({r: (int(c), node) for c in pids if (r := rank_of(c, binary)) is not None})
     return out
 
 
@@ -88,6 +88,40 @@ def stall_lines(lines):
     return [m for m in (STALL.match(l) for l in lines) if m]
 
 
+def stop_in_checkpoint_write(run_dir, log, number, victim, pid, others):
+    """SIGSTOPs `victim` (rank 0, the writer) while the test hook holds it inside a checkpoint
+    write: once a .tmp file has appeared (seen within 1 s of the write's start: a hold met near
+    its end could end before the stop) and every other rank has warned naming it as last seen
+    writing that checkpoint (so each one's news of it says so). Returns the checkpoint's step."""
+    def age(path):  # since the write put its header in the .tmp and began its hold
+        try:
+            return time.time() - os.stat(path).st_mtime
+        except FileNotFoundError:
+            return HOLD_S
+    end = time.time() + 60
+    while not (young := [t for t in glob.glob(os.path.join(run_dir, "checkpoints", "ckpt-*.rtck.tmp")) if age(t) < 1.0]):
+        if time.time() > end:
+            sys.exit(f"FAIL: launch {number}: no checkpoint write began in 60 s:\n" + "\n".join(read(log)))
+        time.sleep(0.02)
+    tmp = young[0]
+    step = int(re.search(r"ckpt-0*(\d+)\.rtck\.tmp$", tmp).group(1))
+    seen = re.compile(rf"rank {victim} on \S+ \[[^]]*last seen: step {step}, writing checkpoint,")
+    deadline = time.time() - age(tmp) + HOLD_S - 1.5
+    while True:
+        warned = {int(m.group(1)) for m in stall_lines(read(log)) if m.group(2) == "warning" and seen.search(m.group(3))}
+        if warned >= set(others):
+            break
+        if time.time() > deadline:
+            sys.exit(f"FAIL: launch {number}: {HOLD_S - 1.5:.1f} s into the write of checkpoint {step}, ranks "
+                     f"{sorted(set(others) - warned)} had not warned naming rank {victim} writing it:\n"
+                     + "\n".join(read(log)))
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGSTOP)
+    if not os.path.exists(tmp):  # a stopped writer cannot rename its .tmp
+        sys.exit(f"FAIL: launch {number}: the write of checkpoint {step} had ended before the stop")
+    return step
+
+
 def one_launch(a, work, number, victim, rng):
     run_dir = os.path.join(work, f"run{number}")
     log = os.path.join(work, f"log{number}")
@@ -103,6 +137,8 @@ def one_launch(a, work, number, victim, rng):
            "--synthetic-test", "12000", "--model", "lenet5", "--batch-size", "16", "--epochs", "1000",
            "--checkpoint-every-steps", "10", "--keep-checkpoints", "2", "--log-every", "1", "--quiet", "--no-tensorboard",
            "--run-dir", run_dir] + stall + (["--mode", "async", "--servers", "1"] if a.async_mode else [])
+    if a.checkpoint_write:
+        cmd[1:1] = ["-x", f"RINGTRAIN_TEST_CHECKPOINT_HOLD_MS={HOLD_S * 1000:.0f}"]
     with open(log, "w") as out:
         p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
@@ -119,6 +155,9 @@ def one_launch(a, work, number, victim, rng):
             sys.exit(f"FAIL: launch {number}: no rank {victim} to stop:\n" + "\n".join(read(log)))
         others = [r for r in range(a.np) if r != victim]
         for stop in range(a.stops):
+            if a.checkpoint_write and stop == a.stops - 1:
+                a.held_step = stop_in_checkpoint_write(run_dir, log, number, victim, pid, others)
+                break
             time.sleep(rng.uniform(0.2, 1.5))
             before = len(read(log))
             os.kill(pid, signal.SIGSTOP)
@@ -152,8 +191,9 @@ def one_launch(a, work, number, victim, rng):
     return read(log), p.returncode
 
 
-def check(lines, code, victim, host, number, stops, nranks):
-    """Failures of one launch's messages."""
+def check(lines, code, victim, host, number, stops, held_step=None):
+    """Failures of one launch's messages. `held_step`: the last stop was inside the write of
+    that step's checkpoint, which is where every timeout naming the victim must say it was."""
     bad = []
     if code == 0:
         bad.append("mpirun exited 0 after a stall")
@@ -172,6 +212,10 @@ def check(lines, code, victim, host, number, stops, nranks):
         elif named != [(str(victim), host)]:
             bad.append(f"expected exactly rank {victim} on {host}: {m.group(0)}")
         ending = ending or m.group(2) == "error"
+    if held_step is not None:  # named as stopped (silent), where it was, and no stale bucket in the wait
+        where = rf"\[silent for \S+ s; last seen: step {held_step}, writing checkpoint,"
+        bad += [f"not named as {where!r}, or a bucket named: {m.group(0)}" for m in errors
+                if NAMED.findall(m.group(3)) and (not re.search(where, m.group(3)) or "bucket" in m.group(0))]
     if not errors:
         bad.append(f"no stall timeout error from the ranks that waited for rank {victim}")
     if len(warnings) < stops - 1:
@@ -198,7 +242,12 @@ def main():
     ap.add_argument("--cluster", type=int, default=None, metavar="ID",
                     help="launch on the emulated cluster RINGTRAIN_CLUSTER_ID=ID that is up (cluster.sh; root)")
     ap.add_argument("--nodes", type=int, default=2, help="with --cluster: its node count")
+    ap.add_argument("--checkpoint-write", action="store_true",
+                    help="stop rank 0 last inside a checkpoint write (a test hook holds it there)")
     a = ap.parse_args()
+    if a.checkpoint_write and (a.bench or a.async_mode or a.cluster is not None):
+        ap.error("--checkpoint-write: the synchronous trainer on this host only (rank 0 writes the checkpoints)")
+    a.held_step = None
     a.victim_host = None
     a.cluster_sh = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts/mpirun/cluster.sh")
     seed = a.seed if a.seed is not None else random.randrange(1 << 30)
@@ -211,11 +260,13 @@ def main():
     try:
         # Rank 0 (the side channel's hub) first, then the last rank, then any but rank 0.
         victims = ([0, a.np - 1] + [rng.randrange(1, a.np) for _ in range(a.launches)])[:a.launches]
+        if a.checkpoint_write:
+            victims = [0] * a.launches  # the checkpoints' writer
         for number, victim in enumerate(victims, 1):
             t0 = time.time()
             lines, code = one_launch(a, work, number, victim, rng)
             print(f"launch {number}: {time.time() - t0:.0f} s")
-            bad = check(lines, code, victim, a.victim_host or host, number, a.stops, a.np)
+            bad = check(lines, code, victim, a.victim_host or host, number, a.stops, a.held_step)
             if bad:
                 failures += [f"launch {number}: {b}" for b in bad]
                 print("\n".join(lines), file=sys.stderr)

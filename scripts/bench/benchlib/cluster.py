@@ -3,8 +3,9 @@ root): brought up for a suite and taken down after it, or reused as it is when a
 import os
 import re
 import subprocess
+import time
 
-from .proc import ROOT, BenchError, log
+from .proc import ROOT, BenchError, log, tail
 
 CLUSTER_SH = os.path.join(ROOT, "scripts", "mpirun", "cluster.sh")
 
@@ -53,6 +54,30 @@ class Cluster:
     def launch(np_, argv, run_args=()):
         """argv on np_ ranks placed node by node (cluster.sh run: mpirun over the emulated subnet)."""
         return [CLUSTER_SH, "run", "--np", str(np_), "--map-by", "slot", *run_args, "--", *argv]
+
+
+def torch_ranks(nodes, argv, timeout, port=None):
+    """argv as one torch.distributed rank per emulated node, each inside its node's namespace
+    (RANK, WORLD_SIZE, MASTER_* over the emulated subnet); (rank 0's stdout, seconds from the
+    first start to the last exit). BenchError naming the first rank that failed."""
+    env = {"WORLD_SIZE": str(nodes), "MASTER_ADDR": namespace(0, address=True),
+           "MASTER_PORT": str(port or 29400 + os.getpid() % 500), "GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "1"}
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen(["ip", "netns", "exec", namespace(i), "env", f"RANK={i}",
+                               *[f"{k}={v}" for k, v in env.items()], *argv], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True) for i in range(nodes)]
+    deadline = time.time() + timeout
+    try:
+        outs = [p.communicate(timeout=max(1, deadline - time.time())) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    wall = time.perf_counter() - t0
+    bad = [i for i, p in enumerate(procs) if p.returncode != 0]
+    if bad:
+        raise BenchError(f"DDP rank {bad[0]} exit {procs[bad[0]].returncode}: {tail(outs[bad[0]][1])}")
+    return outs[0][0], wall
 
 
 def host_launch(np_, argv, threads=1, mpirun_args="--bind-to none --oversubscribe"):

@@ -1,5 +1,6 @@
 """--plot FILE.png: one bar per row of a comparison, its paired ratio's median with the
 rounds' range as the error bar, and the line at 1 (no difference)."""
+import os
 import statistics
 
 
@@ -19,4 +20,5 @@ def ratios(path, title, labels, ratio_lists, ylabel):
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # --plot OUT/x.png before OUT exists
     fig.savefig(path, dpi=120)

@@ -39,6 +39,7 @@ def measure(run_dir, warmup, batch=None):
       allreduce_ms per step, mean over ranks of allreduce_s: everything the gradient sync did;
       mpi_ms       of it, wait_s: blocked in MPI (the ring's waits; the exact sum's MPI_Allreduce);
       convert_ms   of it, convert_s (exact sums: keeping each shard's gradient, int64 and back);
+      data_ms      per step, mean over ranks of data_s: the step waiting for its batch;
       rest_ms      all-reduce - MPI - conversion: agreement, load imbalance, the ring's additions;
       mb_sent      rank 0's bytes_sent per step, 10^6 B;
       compute_ms   rank 0's median data + forward + backward + optimizer per step;
@@ -47,7 +48,7 @@ def measure(run_dir, warmup, batch=None):
     if not r.summary_file:
         return None
     out = {"shards": r.summary_file.get("logical_shards", 0)}
-    per_rank = {"allreduce_ms": [], "mpi_ms": [], "convert_ms": []}
+    per_rank = {"allreduce_ms": [], "mpi_ms": [], "convert_ms": [], "data_ms": []}
     for rank in r.ranks:
         steps = sorted((s for s in r.of_type(rank, "step") if "step" in s), key=lambda s: s["step"])
         timed = [s for s in steps if s["step"] > warmup]
@@ -55,7 +56,8 @@ def measure(run_dir, warmup, batch=None):
         if not timed or not start:
             return None
         n = timed[-1]["step"] - warmup
-        for key, field in (("allreduce_ms", "allreduce_s"), ("mpi_ms", "wait_s"), ("convert_ms", "convert_s")):
+        for key, field in (("allreduce_ms", "allreduce_s"), ("mpi_ms", "wait_s"), ("convert_ms", "convert_s"),
+                           ("data_ms", "data_s")):
             per_rank[key].append(1e3 * sum(rundata.num(s.get(field)) or 0.0 for s in timed) / n)
         if rank == 0:
             out["step_ms"] = 1e3 * (timed[-1]["t"] - start[0]["t"]) / n

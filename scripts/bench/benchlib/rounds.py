@@ -15,7 +15,7 @@ def interleave(rounds, items, sides, measure):
             for side in (sides if r % 2 == 0 else sides[::-1]):
                 got = measure(item, side, r)
                 log(f"[{r + 1}/{rounds}] {item} {side}: " + ", ".join(
-                    f"{k} {got[k]:.4g}" for k in ("images_per_s", "step_ms", "steps_per_s") if got.get(k)))
+                    f"{k} {got[k]:.4g}" for k in ("images_per_s", "step_ms", "steps_per_s", "wall_s") if got.get(k)))
                 out[(item, side)].append(got)
     return out
 

@@ -16,13 +16,11 @@ rate, plus ringtrain's own compute per step. Needs the PyTorch peer (see --insta
 """
 import os
 import statistics
-import subprocess
 import tempfile
-import time
 
 from benchlib import peer, plot, ringtrain
-from benchlib.cluster import Cluster, namespace, rate_bps
-from benchlib.proc import BenchError, last_json, load, tail
+from benchlib.cluster import Cluster, rate_bps, torch_ranks
+from benchlib.proc import last_json, load
 from benchlib.rounds import cell, flat, interleave, paired, values
 from benchlib.table import Table, conditions, emit
 from benchlib.torch_peer import describe
@@ -50,23 +48,7 @@ def link_limited_ms(params, nodes, bytes_per_value, rate, mtu, compute_ms):
 
 def run_ddp(args, w, hook):
     """One DDP run, a process per node in its namespace; rank 0's JSON line."""
-    base = w.peer_argv(["--ddp", "--ddp-hook", hook])
-    env = {"WORLD_SIZE": str(args.nodes), "MASTER_ADDR": namespace(0, address=True), "MASTER_PORT": str(29400 + os.getpid() % 500),
-           "GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen(["ip", "netns", "exec", namespace(i), "env", f"RANK={i}",
-                               *[f"{k}={v}" for k, v in env.items()], *base], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, start_new_session=True) for i in range(args.nodes)]
-    deadline = time.time() + args.timeout
-    try:
-        outs = [p.communicate(timeout=max(1, deadline - time.time())) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    bad = [i for i, p in enumerate(procs) if p.returncode != 0]
-    if bad:
-        raise BenchError(f"DDP rank {bad[0]} exit {procs[bad[0]].returncode}: {tail(outs[bad[0]][1])}")
-    return last_json(outs[0][0])
+    return last_json(torch_ranks(args.nodes, w.peer_argv(["--ddp", "--ddp-hook", hook]), args.timeout)[0])
 
 
 def run(args):
