@@ -25,6 +25,7 @@ import zlib
 
 from benchlib import rounds as R
 from benchlib.proc import BenchError, app, check, load, log
+from benchlib.ringtrain import rundata
 from benchlib.table import Table, conditions, emit
 
 TORCH_EPOCH = r"""
@@ -124,10 +125,9 @@ def rss(args, work):
     check(["mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none", app("ringtrain"), "train", "--dataset", "packed",
            "--data-dir", shards, "--model", "logreg", "--crop", "random-resized:32", "--epochs", "1", "--batch-size",
            "64", "--eval-every", "0", "--no-tensorboard", "--quiet", "--run-dir", run_dir], timeout=args.timeout)
-    import json
-    summary = json.load(open(os.path.join(run_dir, "summary.json")))
+    summary = rundata.Run(run_dir).summary_file or {}
     table = Table("rank", "peak RSS MB", "images/s")
-    for r in summary["ranks"]:
+    for r in summary.get("ranks", []):
         table.add(r["rank"], f"{r['peak_rss_mb']:.0f}", f"{r['images_per_s']:.0f}")
     emit(args, conditions(f"{args.rss_gb:g} GB of raw 256x256 records, np 2, {time.time() - t0:.0f} s", before) +
          "\n\n" + table.markdown())
