@@ -16,7 +16,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${RINGTRAIN_FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=
 runs=
-targets=idx,cifar,mat,jpeg,png,checkpoint,json,onnx
+targets=idx,cifar,mat,jpeg,png,shard,checkpoint,json,onnx
 jobs=1
 positive() {
   [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: $1 takes a positive integer (got '$2')" >&2; exit 2; }

@@ -18,13 +18,14 @@
 #include "nn/PlanReport.h"
 #include "onnx/OnnxModel.h"
 #include "onnx/OnnxReader.h"
+#include "run/Agreement.h"
 #include "run/Evaluate.h"
 #include "trace/Trace.h"
 #include "train/Trainer.h"
 
 namespace ringtrain {
 
-Commands::Commands(CLI::App& app) : train_(app) {
+Commands::Commands(CLI::App& app) : train_(app), pack_(app) {
   add_eval(app);
   add_local(app);
 }
@@ -68,7 +69,7 @@ void Commands::add_local(CLI::App& app) {
   datasets_ = app.add_subcommand("datasets", "Describe a dataset: counts, shape, class histogram, mean/std");
   datasets_options_.add(*datasets_, datasets_data_);
   datasets_->add_flag("--time", datasets_time_,
-                      "Folder: decode and augment one training epoch as training would, and print images/s");
+                      "Folder, packed: decode and augment one training epoch as training would, and print images/s");
   datasets_->add_flag("--augment", datasets_data_.augment, "As train's --augment (for --time)");
   datasets_->add_option("--loader-threads", datasets_loader_threads_, "--time: loader threads (default: cores - 1)")
       ->check(at_least(1));
@@ -104,13 +105,13 @@ bool Commands::stops_on_signal() const { return train_.parsed(); }
 
 int Commands::run_datasets() {
   const DatasetConfig config = datasets_options_.resolve();
-  if (config.name != "folder") {
-    if (datasets_time_) throw std::invalid_argument("--time: only --dataset folder decodes its images");
+  if (!decodes_images(config.name)) {
+    if (datasets_time_) throw std::invalid_argument("--time: only --dataset folder or packed decode their images");
     fmt::print("{}", format_dataset_report(describe_dataset(config.name, load_dataset(config))));
     return 0;
   }
   const DatasetSplits splits = load_dataset(config);
-  fmt::print("{}", describe_folder(splits));
+  fmt::print("{}", config.name == "folder" ? describe_folder(splits) : describe_packed(splits));
   if (datasets_time_) {
     const int threads = datasets_loader_threads_ > 0 ? datasets_loader_threads_ : default_loader_threads(1);
     const FolderTiming t = time_folder_epoch(*splits.train, datasets_seed_, threads, datasets_batch_);
@@ -171,6 +172,7 @@ int Commands::describe_model_file() const {
 int Commands::run_local() {
   if (models_->parsed()) return models_file_.empty() ? list_models() : describe_model_file();
   if (datasets_->parsed()) return run_datasets();
+  if (pack_.parsed()) return pack_.run();
   if (inspect_->parsed()) {
     fmt::print("{}\n", describe_checkpoint(inspect_path_).dump(2));
     return 0;
@@ -202,7 +204,9 @@ int Commands::run_distributed(Communicator& comm) {
     if (eval_checkpoint_.empty() == eval_model_file_.empty())
       throw std::invalid_argument("eval: give --checkpoint or --model-file");
     std::optional<DatasetConfig> data;
-    if (eval_->count("--dataset") > 0 || !eval_model_file_.empty()) data = eval_data_options_.resolve();
+    run_agreed(comm, [&] {  // a bad flag: the same error on every rank, none lost to an abort
+      if (eval_->count("--dataset") > 0 || !eval_model_file_.empty()) data = eval_data_options_.resolve();
+    });
     const std::string& source = eval_checkpoint_.empty() ? eval_model_file_ : eval_checkpoint_;
     const EvalResult r = eval_checkpoint_.empty() ? evaluate_model_file(comm, eval_model_file_, *data, eval_batch_)
                                                   : evaluate_checkpoint(comm, eval_checkpoint_, data, eval_batch_);

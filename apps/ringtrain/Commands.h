@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "DataOptions.h"
+#include "PackCommand.h"
 #include "TrainCommand.h"
 #include "collectives/Communicator.h"
 
@@ -30,6 +31,7 @@ class Commands {
   int list_models() const;
 
   TrainCommand train_;
+  PackCommand pack_;
   CLI::App* eval_ = nullptr;
   CLI::App* models_ = nullptr;
   CLI::App* datasets_ = nullptr;

@@ -13,6 +13,7 @@
 #include "nn/Model.h"
 #include "optim/LrSchedule.h"
 #include "optim/Optimizer.h"
+#include "run/Agreement.h"
 #include "run/StopSignals.h"
 #include "run/Evaluate.h"
 #include "train/Trainer.h"
@@ -80,10 +81,18 @@ void TrainCommand::add_model_options(CLI::App& t) {
       ->check(CLI::IsMember({"fp32", "bf16"}));
   t.add_option("--seed", c.seed, "Seed of initialisation, shuffling, augmentation, dropout")->capture_default_str();
   t.add_option("--loader-threads", c.loader_threads,
-               "Threads per rank decoding and augmenting batches ahead of the step (default: for --dataset folder the "
+               "Threads per rank decoding and augmenting batches ahead of the step (default: for --dataset folder or packed the "
                "cores this node's ranks leave free, at least 1; otherwise 0, batches copied inline)")
       ->check(at_least(0));
   t.add_option("--prefetch", c.prefetch, "Batches the loader threads keep ready")->capture_default_str()->check(from_to(1, 64));
+  t.add_option("--shuffle", c.shuffle,
+               "Training order: exact (a full permutation every epoch) or block (--dataset packed: blocks of records "
+               "in a random order, shuffled within a window of 4 blocks; each rank reads its own blocks)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"exact", "block"}));
+  t.add_option("--shuffle-block-mb", c.shuffle_block_mb, "--shuffle block: a block's size in MB of records")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 }
 
 void TrainCommand::add_optimisation_options(CLI::App& t) {
@@ -276,8 +285,12 @@ void TrainCommand::apply_config_file() {
 
 int TrainCommand::run(Communicator& comm) {
   TrainConfig config = config_;
-  config.data = data_.resolve();
-  if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
+  // Every rank reads the same flags: agreed, a bad one is the same error on every rank, each
+  // printing it before leaving (an MPI_Abort from the first could end the others unheard).
+  run_agreed(comm, [&] {
+    config.data = data_.resolve();
+    if (!milestones_.empty()) config.schedule.milestones = parse_list(milestones_, "--lr-milestones");
+  });
   config.overlap = overlap_;
   // A checkpoint of a model read from ONNX carries its graph: --resume needs no --model-file.
   if (!config.resume.empty() && config.resume != "auto" && config.model_file.empty() && app_->count("--model") == 0)

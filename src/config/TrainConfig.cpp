@@ -78,7 +78,12 @@ void TrainConfig::validate() const {
   require(prefetch >= 1, fmt::format("--prefetch must be >= 1 (got {})", prefetch));
   require(!(data.augment && data.crop.size > 0),
           "--augment (pad-4 crop and flip) and --crop random-resized:SIZE are two augmentations: give one");
-  require(data.crop.size == 0 || data.name == "folder", "--crop applies to --dataset folder only");
+  require(data.crop.size == 0 || decodes_images(data.name), "--crop applies to --dataset folder or packed only");
+  require(shuffle == "exact" || shuffle == "block", fmt::format("--shuffle must be exact or block (got '{}')", shuffle));
+  require(shuffle == "exact" || data.name == "packed",
+          "--shuffle block reads the blocks of packed shards: use it with --dataset packed");
+  require(shuffle_block_mb > 0.0, fmt::format("--shuffle-block-mb must be > 0 (got {})", shuffle_block_mb));
+  require(shuffle == "exact" || mode == "sync", "--shuffle block applies to --mode sync");
   require(progress == "auto" || progress == "bar" || progress == "plain",
           fmt::format("--progress must be auto, bar or plain (got '{}')", progress));
   require(checkpoint_every >= 0, fmt::format("--checkpoint-every must be >= 0 (got {})", checkpoint_every));
@@ -115,7 +120,7 @@ void TrainConfig::check_batch_memory(const ImageShape& sample) const {
   need(eval_batch_size, "--eval-batch-size", "the evaluation batch");
 }
 
-// --dataset folder's settings: what evaluation from a checkpoint needs to see the same images.
+// --dataset folder's and packed's settings: what evaluation from a checkpoint needs to see the same images.
 void TrainConfig::set_folder_json(Json& j) const {
   j.set("crop", data.crop.size);
   j.set("crop_scale", Json(Json::Array{Json(data.crop.scale_min), Json(data.crop.scale_max)}));
@@ -137,7 +142,11 @@ Json TrainConfig::to_json() const {
     j.set("init", init_weights);
   }
   set_data_fields(j, data);
-  if (data.name == "folder") set_folder_json(j);
+  if (decodes_images(data.name)) set_folder_json(j);
+  if (shuffle != "exact") {  // absent: exact (older files)
+    j.set("shuffle", shuffle);
+    j.set("shuffle_block_mb", shuffle_block_mb);
+  }
   j.set("epochs", epochs);
   j.set("max_steps", max_steps);
   j.set("target_accuracy", target_accuracy);

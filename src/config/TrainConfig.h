@@ -72,6 +72,11 @@ struct TrainConfig {
   // ranks leave free (at least 1), for the in-memory sets 0 (each batch copied inline).
   int loader_threads = -1;
   int prefetch = 3;                  // batches the loader threads keep ready
+  // The training order (DistributedSampler): exact (a full permutation per epoch) or block
+  // (--dataset packed: blocks of about shuffle_block_mb of records in a random order,
+  // samples shuffled within a window of blocks).
+  std::string shuffle = "exact";
+  double shuffle_block_mb = 4.0;
 
   // Evaluation and logging.
   int eval_every = 1;                // epochs

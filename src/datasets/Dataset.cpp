@@ -11,6 +11,7 @@
 #include "datasets/FolderLoader.h"
 #include "datasets/IdxReader.h"
 #include "datasets/ImageDataset.h"
+#include "datasets/PackedDataset.h"
 #include "datasets/SvhnReader.h"
 #include "datasets/SyntheticDataset.h"
 
@@ -67,13 +68,19 @@ DatasetSplits read_splits(const DatasetConfig& config) {
 
 }  // namespace
 
-std::vector<std::string> dataset_names() { return {"fashion-mnist", "mnist", "cifar10", "svhn", "synthetic", "folder"}; }
+std::vector<std::string> dataset_names() {
+  return {"fashion-mnist", "mnist", "cifar10", "svhn", "synthetic", "folder", "packed"};
+}
+
+bool decodes_images(const std::string& name) { return name == "folder" || name == "packed"; }
 
 DatasetSplits load_dataset(const DatasetConfig& config) {
   // Image folders decode on demand: their normalisation and augmentation are their own.
   if (config.name == "folder") return load_folder_dataset(config);
+  if (config.name == "packed") return load_packed_dataset(config);
   if (config.crop.size > 0)
-    throw std::invalid_argument(fmt::format("--crop: only --dataset folder has images to crop (got '{}')", config.name));
+    throw std::invalid_argument(
+        fmt::format("--crop: only --dataset folder or packed have images to crop (got '{}')", config.name));
   DatasetSplits splits;
   try {
     splits = read_splits(config);

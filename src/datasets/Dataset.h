@@ -35,12 +35,18 @@ class Dataset {
   // Samples that could not be read and were skipped (--bad-images skip), "path: error";
   // empty for the in-memory formats, which fail when they load.
   virtual std::vector<std::string> bad_images() const { return {}; }
+  // Where runs of samples stored together start (packed shards: about block_bytes each,
+  // one shard's consecutive records), for --shuffle block; empty when there are none.
+  virtual std::vector<std::size_t> block_starts(std::uint64_t block_bytes) const {
+    (void)block_bytes;
+    return {};
+  }
   // Human-readable class names (may be "0".."K-1" when the format has none).
   virtual std::vector<std::string> class_names() const = 0;
 };
 
 struct DatasetConfig {
-  std::string name = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | svhn | synthetic | folder
+  std::string name = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | svhn | synthetic | folder | packed
   std::string data_dir;                // empty: the dataset's default directory
   bool augment = false;                // random crop (pad 4) + horizontal flip, train only
   std::uint64_t seed = 0;
@@ -50,7 +56,7 @@ struct DatasetConfig {
   std::vector<float> norm_mean;
   std::vector<float> norm_std;
   bool normalize = true;  // false: x/255 only
-  // folder only (ImageFolder: DIR/train/<class>/..., DIR/val/<class>/...)
+  // folder and packed (ImageFolder: DIR/train/<class>/..., DIR/val/<class>/...)
   CropConfig crop;                               // crop.size 0: images used as they are (one size)
   int channels = 0;                              // 1 or 3; 0: 1 when every training image is gray
   std::uint64_t max_pixels = kDefaultMaxPixels;  // larger headers are refused
@@ -80,6 +86,10 @@ DatasetSplits load_dataset(const DatasetConfig& config);
 
 // The datasets load_dataset knows, for --help and error messages.
 std::vector<std::string> dataset_names();
+
+// Collections of images decoded as they are read (folder, packed): crops, loader threads
+// by default, and their own normalisation rules apply.
+bool decodes_images(const std::string& name);
 
 // Fills a batch: dst is (indices.size(), C, H, W) float, labels one int32 per sample.
 // With augment_key != 0 and a dataset built with augment = true, sample i gets the

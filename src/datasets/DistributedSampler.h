@@ -11,11 +11,24 @@
 
 namespace ringtrain {
 
+// --shuffle block: the epoch's order is the blocks (runs of samples stored together) in a
+// random order, then the samples shuffled within each window of `window_blocks` consecutive
+// blocks of that order; rank r takes the r-th contiguous 1/W of it, so each rank reads whole
+// blocks, a few at a time, rather than single records from everywhere.
+struct BlockShuffle {
+  std::vector<std::size_t> starts;  // first sample of each block, ascending from 0
+  std::size_t window_blocks = 4;
+};
+
 class DistributedSampler {
  public:
   enum class Mode { kTrain, kEval };
 
   DistributedSampler(std::size_t dataset_size, int rank, int world_size, std::uint64_t seed, Mode mode);
+
+  // Training order by blocks from now on (empty starts: the exact permutation again).
+  // Throws std::invalid_argument for starts that are not ascending from 0 within the size.
+  void set_blocks(BlockShuffle blocks);
 
   // Recomputes this rank's indices for the given epoch (train: a new permutation).
   void set_epoch(std::uint64_t epoch);
@@ -40,6 +53,9 @@ class DistributedSampler {
   Mode mode_;
   std::uint64_t epoch_ = 0;
   std::vector<std::size_t> indices_;
+  BlockShuffle blocks_;
+
+  std::vector<std::size_t> block_order(std::uint64_t epoch) const;
 };
 
 }  // namespace ringtrain

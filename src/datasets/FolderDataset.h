@@ -13,16 +13,10 @@
 #include "datasets/Dataset.h"
 #include "datasets/ImageDataset.h"
 #include "datasets/ImageFolder.h"
+#include "datasets/ImageSampler.h"
 #include "images/DecodedImage.h"
 
 namespace ringtrain {
-
-// What a file's header said, read once when the dataset is built.
-struct FolderImageInfo {
-  int width = 0;
-  int height = 0;
-  bool gray = false;
-};
 
 struct FolderDatasetOptions {
   CropConfig crop;  // crop.size 0: no crop (every image has shape's size)
@@ -47,10 +41,10 @@ class FolderDataset final : public Dataset {
   std::vector<std::string> class_names() const override { return listing_.class_names; }
 
   // (x / 255 - mean[c]) / std[c], one value per channel or one for all; a zero std is 1.
-  void set_normalization(std::span<const float> mean, std::span<const float> std);
-  const std::vector<float>& norm_mean() const noexcept { return mean_; }
-  const std::vector<float>& norm_std() const noexcept { return std_; }
-  void set_augment(bool on) noexcept { augment_ = on; }
+  void set_normalization(std::span<const float> mean, std::span<const float> std) { sampler_.set_normalization(mean, std); }
+  const std::vector<float>& norm_mean() const noexcept { return sampler_.norm_mean(); }
+  const std::vector<float>& norm_std() const noexcept { return sampler_.norm_std(); }
+  void set_augment(bool on) noexcept { sampler_.set_augment(on); }
 
   // Raw pixel statistics (x / 255) of every image decoded whole: exact integer sums.
   ChannelStats channel_stats() const;
@@ -65,25 +59,18 @@ class FolderDataset final : public Dataset {
   const FolderDatasetOptions& options() const noexcept { return options_; }
 
   // The seed of sample i's crop for a batch's augment key.
-  static std::uint64_t crop_key(std::uint64_t augment_key, std::size_t i);
+  static std::uint64_t crop_key(std::uint64_t augment_key, std::size_t i) { return ImageSampler::crop_key(augment_key, i); }
 
  private:
   FolderListing listing_;
   std::vector<FolderImageInfo> info_;
   ImageShape shape_;
   FolderDatasetOptions options_;
-  std::vector<float> mean_;
-  std::vector<float> std_;
-  bool augment_ = false;
+  ImageSampler sampler_;
   mutable std::mutex bad_mutex_;
   mutable std::vector<std::string> bad_;
 
-  // Decodes file i (with a box: only what resampling the box needs, as small as JPEG's DCT
-  // scaling allows) and calls fill with it.
-  template <class Fill>
-  void with_image(std::size_t i, const CropBox* box, Fill&& fill, float* dst) const;
   void produce(std::size_t i, float* dst, std::uint64_t augment_key) const;
-  void shift_and_flip(std::size_t i, float* dst, std::uint64_t augment_key) const;
 };
 
 }  // namespace ringtrain

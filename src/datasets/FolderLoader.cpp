@@ -41,7 +41,9 @@ Scanned scan_headers(FolderListing listing, const DatasetConfig& config) {
   return out;
 }
 
-void validate(const DatasetConfig& config) {
+}  // namespace
+
+void validate_image_config(const DatasetConfig& config) {
   const CropConfig& c = config.crop;
   if (c.size < 0) throw std::invalid_argument(fmt::format("--crop: size must be positive, got {}", c.size));
   if (c.size > 0 && config.augment)
@@ -54,6 +56,8 @@ void validate(const DatasetConfig& config) {
     throw std::invalid_argument(fmt::format("--channels: expected 1 or 3, got {}", config.channels));
   if (config.max_pixels == 0) throw std::invalid_argument("--max-pixels: expected a positive count");
 }
+
+namespace {
 
 // Without a crop every image must have the first training image's size.
 ImageShape common_shape(const Scanned& train, const Scanned& val, int channels) {
@@ -70,7 +74,7 @@ ImageShape common_shape(const Scanned& train, const Scanned& val, int channels) 
 }  // namespace
 
 DatasetSplits load_folder_dataset(const DatasetConfig& config) {
-  validate(config);
+  validate_image_config(config);
   if (config.data_dir.empty())
     throw std::invalid_argument("--dataset folder needs --data-dir DIR (DIR/train/<class>/..., DIR/val/<class>/...)");
   FolderSplitListing listing = list_folder_splits(config.data_dir, config.val_fraction);

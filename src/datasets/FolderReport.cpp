@@ -14,6 +14,7 @@
 #include "datasets/BatchLoader.h"
 #include "datasets/DistributedSampler.h"
 #include "datasets/FolderDataset.h"
+#include "datasets/PackedDataset.h"
 
 namespace ringtrain {
 namespace {
@@ -48,7 +49,38 @@ std::string describe_split(const char* name, const FolderDataset& d) {
   return out;
 }
 
+std::string describe_packed_split(const char* name, const PackedDataset& d) {
+  const ShardIndex& ix = d.reader().index();
+  std::uint64_t bytes = 0;
+  for (std::uint64_t b : ix.shard_bytes) bytes += b;
+  std::string out = fmt::format("{}: {} records in {} classes, {} shard(s), {:.1f} MB, {} {}\n", name, d.size(), d.classes(),
+                                ix.shard_bytes.size(), static_cast<double>(bytes) / 1e6,
+                                ix.encoding == RecordEncoding::kJpeg ? "JPEG" : "raw", ix.channels == 1 ? "gray" : "RGB");
+  std::vector<std::size_t> per_class(static_cast<std::size_t>(d.classes()), 0);
+  std::map<int, std::size_t> sizes;
+  for (const ShardRecord& r : ix.records) {
+    ++per_class[r.label];
+    ++sizes[size_bucket({static_cast<int>(r.width), static_cast<int>(r.height), false})];
+  }
+  for (std::size_t k = 0; k < per_class.size(); ++k)
+    out += fmt::format("  class {:>4} {:<24} {:>8} images\n", k, ix.class_names[k], per_class[k]);
+  for (const auto& [lo, count] : sizes)
+    out += fmt::format("  shorter side {:>5}-{:<5} {:>8} images\n", lo, lo * 2 - 1, count);
+  return out;
+}
+
 }  // namespace
+
+std::string describe_packed(const DatasetSplits& splits) {
+  const auto* train = dynamic_cast<const PackedDataset*>(splits.train.get());
+  const auto* val = dynamic_cast<const PackedDataset*>(splits.test.get());
+  if (train == nullptr || val == nullptr) throw std::logic_error("describe_packed: not a packed dataset");
+  std::string out = fmt::format("dataset packed ({}), samples {}\n", splits.data_dir, train->shape().str());
+  out += fmt::format("normalisation mean [{}] std [{}]\n", fmt::join(splits.norm_mean, ", "), fmt::join(splits.norm_std, ", "));
+  out += describe_packed_split("train", *train);
+  out += describe_packed_split("val", *val);
+  return out;
+}
 
 std::string describe_folder(const DatasetSplits& splits) {
   const auto* train = dynamic_cast<const FolderDataset*>(splits.train.get());

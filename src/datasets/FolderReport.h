@@ -14,6 +14,10 @@ namespace ringtrain {
 // Text of the report of load_folder_dataset's splits.
 std::string describe_folder(const DatasetSplits& splits);
 
+// Text of the report of load_packed_dataset's splits: records per class, shards, encoding,
+// sizes (from the index alone; nothing is read from the shards).
+std::string describe_packed(const DatasetSplits& splits);
+
 struct FolderTiming {
   std::size_t images = 0;
   double seconds = 0.0;

@@ -34,6 +34,7 @@ class ExactShardSum {
 
   int shards() const noexcept { return shards_; }
   int local_shards() const noexcept { return local_; }
+  Communicator& comm() const noexcept { return comm_; }
   // The global index of this rank's first shard: rank * S / p (shards are contiguous).
   int first_shard() const noexcept { return first_; }
 

@@ -64,6 +64,8 @@ class GradientSync {
   SyncTimes finish();
 
   bool overlapped() const noexcept { return thread_ != nullptr; }
+  // The ranks it reduces over (after finish(), free for the caller's own collectives).
+  Communicator& comm() const noexcept { return comm_; }
 
   // [offset, offset + count) of each bucket, in the order they are reduced.
   const std::vector<std::pair<std::size_t, std::size_t>>& buckets() const noexcept { return buckets_; }

@@ -60,9 +60,12 @@ EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test,
     sums[3] = 1.0;
   }
   comm.allreduce_sum(sums);
-  if (sums[3] > 0.0)
-    throw CollectiveError(error.empty() ? "evaluation: another rank could not load its batch (its error names the file)"
-                                        : error);
+  if (sums[3] > 0.0) {
+    // Every rank reports the same line: the lowest failing rank's error.
+    const std::vector<std::string> all = comm.allgather(error);
+    for (std::size_t r = 0; r < all.size(); ++r)
+      if (!all[r].empty()) throw CollectiveError(fmt::format("evaluation: rank {} could not load its batch: {}", r, all[r]));
+  }
   EvalResult result;
   result.loss = sums[0] / std::max(sums[2], 1.0);
   result.accuracy = sums[1] / std::max(sums[2], 1.0);
@@ -124,7 +127,7 @@ EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& 
   std::copy(ck.buffers.begin(), ck.buffers.end(), model.buffers().begin());
 
   // Image folders decode as they go: on the cores this node's ranks leave free.
-  const int threads = config.name == "folder" ? default_loader_threads(comm.ranks_on_node()) : 0;
+  const int threads = decodes_images(config.name) ? default_loader_threads(comm.ranks_on_node()) : 0;
   EvalResult result = evaluate_model(comm, model, *splits.test, batch_size, threads);
   result.model = model.name();
   return result;

@@ -80,7 +80,7 @@ int TrainingRun::loader_threads() const {
   if (config.loader_threads >= 0) return config.loader_threads;
   // Decoding images is the work loader threads are for; copying an in-memory set's bytes
   // is not worth a thread beside the compute team.
-  if (config.data.name != "folder") return 0;
+  if (!decodes_images(config.data.name)) return 0;
   return std::max(1, host_cores() - comm.ranks_on_node());
 }
 

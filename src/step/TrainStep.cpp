@@ -50,9 +50,16 @@ TrainStep::TrainStep(Model& model, const Dataset& train, TrainStepConfig config,
       // Logical shards: one global permutation, cut by shard rather than by rank.
       sampler_(train.size(), config.logical_shards > 0 ? 0 : rank, config.logical_shards > 0 ? 1 : world, config.seed,
                DistributedSampler::Mode::kTrain) {
+  if (config_.shuffle_block_bytes > 0) {
+    BlockShuffle blocks{train.block_starts(config_.shuffle_block_bytes)};
+    if (blocks.starts.empty()) throw std::invalid_argument("--shuffle block: the training data has no blocks (--dataset packed)");
+    sampler_.set_blocks(std::move(blocks));
+  }
   const auto batch = static_cast<std::size_t>(config_.batch_size);
   const int parts = config_.logical_shards > 0 ? config_.logical_shards : config_.accumulate;
   steps_per_epoch_ = static_cast<std::int64_t>(sampler_.steps(batch)) / parts;
+  samples_per_epoch_ = static_cast<std::size_t>(steps_per_epoch_) * static_cast<std::size_t>(parts) * batch *
+                       static_cast<std::size_t>(config_.logical_shards > 0 ? 1 : world);
   src_.resize(batch * train.shape().numel());
   labels_.resize(batch);
   if (config_.accumulate > 1) accumulated_.resize(model.num_params());
@@ -89,18 +96,24 @@ std::size_t TrainStep::fetch(std::uint64_t epoch, std::size_t number, std::uint6
   return labels_.size();
 }
 
-void TrainStep::throw_if_data_failure(const StepTotals& sum, const LoopPosition& at) {
+void TrainStep::throw_if_data_failure(const StepTotals& sum, const LoopPosition& at, Communicator& comm) {
   if (sum.stop < kDataFailureStop) return;
+  std::string mine;
   if (data_error_) {
     std::exception_ptr e = std::exchange(data_error_, nullptr);
     try {
       std::rethrow_exception(e);
     } catch (const std::exception& error) {
-      throw CollectiveError(error.what());
+      mine = error.what();
     }
   }
-  throw CollectiveError(fmt::format("another rank could not load its batch of step {} (its error names the file)",
-                                    at.global_step + 1));
+  // Every rank is here (the agreed sum says so): one more collective gives all of them the
+  // same line to report, the lowest failing rank's.
+  const std::vector<std::string> all = comm.allgather(mine);
+  for (std::size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty())
+      throw CollectiveError(fmt::format("rank {} could not load its batch of step {}: {}", r, at.global_step + 1, all[r]));
+  throw CollectiveError(fmt::format("a rank could not load its batch of step {}", at.global_step + 1));
 }
 
 std::uint64_t TrainStep::augment_key(const LoopPosition& at) const {
@@ -225,7 +238,7 @@ StepResult TrainStep::run(const LoopPosition& at, double lr, GradientSync& sync)
   result.comm_slices = std::move(s.slices);
 
   const StepTotals& sum = result.totals;
-  throw_if_data_failure(sum, at);
+  throw_if_data_failure(sum, at, sync.comm());
   if (sum.stop > 0.0) {
     result.applied = false;
     return result;
@@ -309,7 +322,7 @@ StepResult TrainStep::run_shards(const LoopPosition& at, double lr, ExactShardSu
   result.times.allreduce += agreement;
   result.times.exposed += agreement;
   const StepTotals& total = result.totals;
-  throw_if_data_failure(total, at);
+  throw_if_data_failure(total, at, sum.comm());
   if (total.stop > 0.0) {
     std::copy(step_buffers_.begin(), step_buffers_.end(), model_.buffers().begin());  // the step is discarded
     result.applied = false;

@@ -43,6 +43,9 @@ struct TrainStepConfig {
   // fills up to `prefetch` batches ahead on N threads. The bits are the same either way.
   int loader_threads = 0;
   int prefetch = 3;
+  // --shuffle block: the training order by the data set's blocks of about this many bytes
+  // (Dataset::block_starts); 0: the exact permutation.
+  std::uint64_t shuffle_block_bytes = 0;
 };
 
 // A rank whose batch could not be made (a bad image mid-epoch) adds this to the step's
@@ -68,6 +71,9 @@ class TrainStep {
   // Optimizer steps per epoch: this rank's share of the training set in whole micro-batches,
   // over accumulate (the same on every rank).
   std::int64_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
+  // Training samples each epoch uses across all ranks; the rest of the data set (fewer than
+  // one global batch) is left out of that epoch.
+  std::size_t samples_per_epoch() const noexcept { return samples_per_epoch_; }
 
   // What compute_gradients() calls on its way.
   struct Hooks {
@@ -118,6 +124,7 @@ class TrainStep {
   int rank_;
   DistributedSampler sampler_;
   std::int64_t steps_per_epoch_ = 0;
+  std::size_t samples_per_epoch_ = 0;
   std::vector<float> src_;           // (batch, C, H, W)
   std::vector<std::int32_t> labels_;
   std::vector<float> accumulated_;   // accumulate > 1: the sum of the earlier micro-batches' gradients
@@ -130,8 +137,9 @@ class TrainStep {
   // Batch `number` of epoch `epoch` into src_/labels_ (from the loader's queue when it
   // holds it, which it then tops up while `ahead`); returns its sample count.
   std::size_t fetch(std::uint64_t epoch, std::size_t number, std::uint64_t augment_key, bool ahead);
-  // After the agreement: a data failure on any rank throws on every rank.
-  void throw_if_data_failure(const StepTotals& sum, const LoopPosition& at);
+  // After the agreement: a data failure on any rank throws on every rank, every rank with
+  // the same message (the lowest failing rank's error, gathered over comm).
+  void throw_if_data_failure(const StepTotals& sum, const LoopPosition& at, Communicator& comm);
 
   PhaseTimes compute_shards(const LoopPosition& at, StepTotals& local, ExactShardSum& sum);
   std::uint64_t augment_key(const LoopPosition& at) const;

@@ -4,6 +4,7 @@
 #include "train/Trainer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -62,6 +63,7 @@ TrainResult Trainer::State::train() {
   finish(pos.epoch, pos.global_step);
   const LoaderStats loaders = step.loader_stats();
   loader_row = {static_cast<double>(step.loader_threads()), loaders.busy_seconds, loaders.wall_seconds};
+  samples_per_epoch = step.samples_per_epoch();
   if (snapshots) snapshots->finish();
   flush_steps();
   write_summary();
@@ -136,6 +138,8 @@ TrainStep Trainer::State::make_step() {
   step_config.loader_threads = loader_threads();
   step_config.prefetch = config.prefetch;
   step_config.logical_shards = config.logical_shards;
+  if (config.shuffle == "block")
+    step_config.shuffle_block_bytes = static_cast<std::uint64_t>(std::llround(config.shuffle_block_mb * 1e6));
   if (rank == world - 1) step_config.straggler_ms = config.straggler_ms;  // the last rank, as in async mode
   TrainStep step(*model_, *optimizer, *data.train, step_config, rank, world);
   // The update of a step whose end takes a snapshot writes the new state into the snapshot

@@ -81,6 +81,7 @@ struct Trainer::State : TrainingRun {
   TrainStep make_step();
   // What the loader threads did (write_summary): their count, busy and capacity seconds.
   std::vector<double> loader_row;
+  std::size_t samples_per_epoch = 0;  // training samples an epoch uses on all ranks
   void announce();
   std::string batch_text() const;  // "2 rank(s) x batch 64", for the start line
   // One step at pos; returns true when the run stops after it (a signal, --max-steps).

@@ -97,6 +97,12 @@ void Trainer::State::write_summary() {
   j.set("tuning", config.tuning.empty() ? std::string("built-in") : config.tuning);
   j.set("allreduce_plan", plan_json());
   if (config.logical_shards > 0) j.set("logical_shards", config.logical_shards);
+  // Every epoch uses the same count on every rank; the rest, fewer than one global batch, is
+  // left out of each epoch (a different rest each epoch under a shuffle).
+  if (config.shuffle != "exact") j.set("shuffle", config.shuffle);
+  j.set("train_samples", static_cast<std::int64_t>(data.train->size()));
+  j.set("train_samples_per_epoch", static_cast<std::int64_t>(samples_per_epoch));
+  j.set("dropped_per_epoch", static_cast<std::int64_t>(data.train->size() - samples_per_epoch));
   j.set("resumed_from", resumed_from);
   if (snapshots) {
     Json s = snapshots->stats_json();

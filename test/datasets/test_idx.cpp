@@ -169,6 +169,6 @@ TEST_CASE("unknown dataset names are rejected listing the known ones", "[idx]") 
   config.name = "imagenet";
   REQUIRE_THROWS_AS(load_dataset(config), std::invalid_argument);
   REQUIRE_THROWS_WITH(load_dataset(config), Contains("imagenet") && Contains("fashion-mnist") && Contains("svhn"));
-  CHECK(dataset_names().size() == 6);
-  CHECK_THROWS_WITH(load_dataset(config), Contains("folder"));
+  CHECK(dataset_names().size() == 7);
+  CHECK_THROWS_WITH(load_dataset(config), Contains("folder") && Contains("packed"));
 }

@@ -42,7 +42,7 @@ TEST_CASE("train shards are disjoint, equal-sized and drop only the remainder", 
 }
 
 TEST_CASE("all ranks share one permutation per epoch; it changes with the epoch and seed", "[sampler]") {
-  const std::size_t n = 103;
+  const std::size_t n = 110;
   const int world = 3;
   // Rank-strided: rank r's k-th index is position r + k*world of the shared permutation,
   // so interleaving the shards recovers one permutation of the first floor(n/3)*3 positions.
@@ -152,4 +152,43 @@ TEST_CASE("sampler argument errors", "[sampler]") {
   CHECK_THROWS_AS(DistributedSampler(10, 0, 0, 0, Mode::kTrain), std::invalid_argument);
   DistributedSampler s(10, 0, 2, 0, Mode::kTrain);
   CHECK_THROWS_AS(s.steps(0), std::invalid_argument);
+}
+
+TEST_CASE("block shuffle: every sample at most once, contiguous equal shares, whole blocks read together", "[sampler]") {
+  const std::size_t n = 110;
+  BlockShuffle blocks;
+  for (std::size_t s = 0; s < n; s += 10) blocks.starts.push_back(s);  // 11 blocks of 10
+  blocks.window_blocks = 2;
+  for (int world = 1; world <= 4; ++world) {
+    std::multiset<std::size_t> all;
+    std::vector<std::size_t> order;
+    for (int r = 0; r < world; ++r) {
+      DistributedSampler s(n, r, world, 99, Mode::kTrain);
+      s.set_blocks(blocks);
+      s.set_epoch(2);
+      REQUIRE(s.indices().size() == n / world);
+      all.insert(s.indices().begin(), s.indices().end());
+      order.insert(order.end(), s.indices().begin(), s.indices().end());
+    }
+    INFO("world " << world);
+    CHECK(all.size() == (n / world) * world);
+    CHECK(std::set<std::size_t>(all.begin(), all.end()).size() == all.size());
+    // Each window of two blocks' samples is contiguous in the order: the first 20
+    // positions come from exactly two blocks.
+    std::set<std::size_t> first_blocks;
+    for (std::size_t k = 0; k < 20 && k < order.size(); ++k) first_blocks.insert(order[k] / 10);
+    CHECK(first_blocks.size() <= 2);
+  }
+  // A new epoch, a new order; the same epoch, the same order on every call.
+  DistributedSampler a(n, 0, 1, 99, Mode::kTrain), b(n, 0, 1, 99, Mode::kTrain);
+  a.set_blocks(blocks);
+  b.set_blocks(blocks);
+  a.set_epoch(1);
+  b.set_epoch(1);
+  CHECK(to_vector(a.indices()) == to_vector(b.indices()));
+  b.set_epoch(2);
+  CHECK(to_vector(a.indices()) != to_vector(b.indices()));
+  BlockShuffle bad;
+  bad.starts = {1, 5};
+  CHECK_THROWS_AS(a.set_blocks(bad), std::invalid_argument);
 }

@@ -1,12 +1,14 @@
 // Writes the fuzzers' seed corpora: small valid files of every format, built with the
 // tests' own format writers (test/datasets/dataset_test_util.h) and Checkpoint::serialize.
-// Usage: make_seeds <dir>  ->  <dir>/{idx,cifar,mat,jpeg,png,checkpoint,json,onnx}/seed-*
+// Usage: make_seeds <dir>  ->  <dir>/{idx,cifar,mat,jpeg,png,shard,checkpoint,json,onnx}/seed-*
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "datasets/dataset_test_util.h"
 #include "checkpoint/Checkpoint.h"
+#include "datasets/ByteReader.h"
+#include "datasets/ShardWriter.h"
 #include "export/OnnxExport.h"
 #include "nn/Model.h"
 #include "nn/ZooBuilder.h"
@@ -59,6 +61,37 @@ void write_onnx_seeds(const std::filesystem::path& dir) {
   const auto as_bytes = [](const std::string& s) { return Bytes(s.begin(), s.end()); };
   put(dir / "onnx", "seed-weights.onnx", as_bytes(onnx_bytes(model, true)));
   put(dir / "onnx", "seed-graph.onnx", as_bytes(onnx_bytes(model, false)));
+}
+
+// fuzz_shard's input: a flags byte, the index size, the index, shard 0 (ShardWriter's own
+// output for 3 raw gray records and 2 JPEG RGB ones, in a scratch directory under dir).
+void write_shard_seeds(const std::filesystem::path& dir) {
+  const std::filesystem::path scratch = dir / "shard-scratch";
+  std::filesystem::create_directories(scratch);
+  for (const bool jpeg : {false, true}) {
+    ShardIndex head;
+    head.encoding = jpeg ? RecordEncoding::kJpeg : RecordEncoding::kRaw;
+    head.channels = jpeg ? 3 : 1;
+    head.class_names = {"a", "b"};
+    head.norm_mean.assign(head.channels, 0.5f);
+    head.norm_std.assign(head.channels, 0.25f);
+    ShardWriter w(scratch.string(), "train", head);
+    std::vector<std::uint8_t> rgb(4 * 3 * 3);
+    for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<std::uint8_t>(i * 7);
+    const ImageBytes jpg = encode_jpeg(rgb, 4, 3, JCS_RGB);
+    for (int i = 0; i < (jpeg ? 2 : 3); ++i) {
+      if (jpeg) w.add(std::span<const std::uint8_t>(jpg.data(), jpg.size()), i % 2, 4, 3);
+      else w.add(std::span<const std::uint8_t>(rgb.data() + i, 12), i % 2, 4, 3);
+    }
+    const std::vector<std::uint8_t> index = w.finish().serialize();
+    const Bytes shard = read_file_bytes(shard_file_path(scratch.string(), "train", 0));
+    Bytes input{0, 0, 0, 0, 0};
+    for (int b = 0; b < 4; ++b) input[1 + b] = static_cast<unsigned char>(index.size() >> (8 * b));
+    input.insert(input.end(), index.begin(), index.end());
+    input.insert(input.end(), shard.begin(), shard.end());
+    put(dir / "shard", jpeg ? "seed-jpeg.bin" : "seed-raw.bin", input);
+  }
+  std::filesystem::remove_all(scratch);
 }
 
 Json checkpoint_meta(int num_params) {
@@ -150,6 +183,7 @@ int main(int argc, char** argv) {
            "{\"type\":\"event\",\"message\":\"caf\\u00e9 \\\"q\\\" \\\\ \\n\",\"x\":[true,false,null,-0.5]}\n"
            "{\"type\":\"st"));
   write_image_seeds(dir);
+  write_shard_seeds(dir);
   write_onnx_seeds(dir);
   std::printf("seeds written to %s\n", dir.c_str());
   return 0;
