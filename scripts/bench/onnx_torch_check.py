@@ -23,6 +23,9 @@ Two things make a raw fp32-vs-fp64 figure unfair, and the verdict allows for bot
 - The measured update is before - after in fp32: parameters near 1 (batch-norm scales) round it
   to ulp(1)/2 = 6e-8, a large part of an update of 1e-4. Each tensor's rounding floor,
   ||ulp(after) / 2|| / ||u_ref||, is subtracted from its error before the 1e-4 test.
+mobilenet_v2 at 32x32 stays outside 1e-4: its step is ill-conditioned in fp32 (PyTorch fp32 alone
+is 1.3e-2 from fp64), and ringtrain's noisier batch-norm statistics flip more kinks than the
+candidates cover (see README).
 
 usage: onnx_torch_check.py RINGTRAIN [--models resnet18,mobilenet_v2] [--batch 16] [--verbose]
 """
