@@ -135,5 +135,7 @@ def rss(args, work):
 
 
 def run(args):
+    if args.work:
+        os.makedirs(args.work, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ringtrain-loader-", dir=args.work) as work:
         return rss(args, work) if args.rss_gb else throughput(args, work)
