@@ -204,7 +204,7 @@ bool adopt_checkpoint_graph(const std::filesystem::path& checkpoint, TrainConfig
 
 namespace {
 
-// "<model>\n<graph>" of the newest state of config's run directory this process can read whole
+// "<model>\n<graph>" of the newest state of config's run directory this node can read whole
 // ("<model>\n" for a zoo model), or "" when there is none.
 std::string newest_state_graph(const TrainConfig& config, const std::filesystem::path& snapshot_root) {
   std::vector<std::filesystem::path> files;
@@ -235,11 +235,13 @@ bool adopt_auto_resume_graph(Communicator& comm, TrainConfig& config) {
   const std::filesystem::path root =
       config.snapshot_dir.empty() ? std::filesystem::path(broadcast_string(comm, default_snapshot_root(config.run_dir).string(), 0))
                                   : std::filesystem::path(config.snapshot_dir);
+  // One reader per node (its leader), as the resume's snapshot search: a node's ranks see the same files.
+  const NodePlace place = comm.node_place();
   std::string mine;
   try {
-    mine = newest_state_graph(config, root);
+    if (place.leader_of(place.node) == comm.rank()) mine = newest_state_graph(config, root);
   } catch (const std::exception&) {
-    // A directory that cannot be listed here: another rank may see the states; the resume decides.
+    // A directory that cannot be listed here: another node may see the states; the resume decides.
   }
   for (const std::string& found : comm.allgather(mine)) {
     if (found.empty()) continue;

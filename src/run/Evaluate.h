@@ -58,9 +58,9 @@ Model load_model(const std::filesystem::path& checkpoint);
 bool adopt_checkpoint_graph(const std::filesystem::path& checkpoint, TrainConfig& config);
 
 // --resume auto without --model or --model-file: the graph of the run directory's states, as
-// adopt_checkpoint_graph. Each rank looks at the newest checkpoint in the checkpoint directory,
-// then the snapshots under the snapshot root (newest first) until one reads back whole; the
-// lowest rank that found one decides for all (every state of one run directory carries the
+// adopt_checkpoint_graph. Each node's leader looks at the newest checkpoint in the checkpoint
+// directory, then the snapshots under the snapshot root (newest first) until one reads back
+// whole; the lowest rank that found one decides for all (every state of one run directory carries the
 // same graph; the resume itself then picks the newest and checks it against the model).
 // Returns true when it is a model read from ONNX; false when nothing was found or it is a zoo
 // model. Collective.
