@@ -3,6 +3,7 @@
 #include "Commands.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include <fmt/format.h>
@@ -20,6 +21,7 @@
 #include "onnx/OnnxReader.h"
 #include "run/Agreement.h"
 #include "run/Evaluate.h"
+#include "run/NpyFile.h"
 #include "trace/Trace.h"
 #include "train/Trainer.h"
 
@@ -42,6 +44,9 @@ void Commands::add_eval(CLI::App& app) {
   checkpoint->excludes(file);
   file->excludes(checkpoint);
   e->add_flag("--json", eval_json_, "Print the result as one JSON object, loss and accuracy at full precision");
+  e->add_option("--logits", eval_logits_,
+                "Also write every test sample's logits to this file, as NumPy .npy (float32, shape (samples, "
+                "classes), row i = test sample i; numpy.load reads it)");
   eval_data_options_.add(*e, eval_data_);
   e->add_option("--batch-size", eval_batch_, "Batch size per rank")->capture_default_str()->check(at_least(1));
 }
@@ -206,10 +211,19 @@ int Commands::run_distributed(Communicator& comm) {
     std::optional<DatasetConfig> data;
     run_agreed(comm, [&] {  // a bad flag: the same error on every rank, none lost to an abort
       if (eval_->count("--dataset") > 0 || !eval_model_file_.empty()) data = eval_data_options_.resolve();
+      // Found out before the evaluation, not after it.
+      const std::filesystem::path dir = std::filesystem::path(eval_logits_).parent_path();
+      if (!eval_logits_.empty() && !dir.empty() && !std::filesystem::is_directory(dir))
+        throw std::invalid_argument(fmt::format("--logits {}: the directory {} does not exist", eval_logits_, dir.string()));
     });
     const std::string& source = eval_checkpoint_.empty() ? eval_model_file_ : eval_checkpoint_;
-    const EvalResult r = eval_checkpoint_.empty() ? evaluate_model_file(comm, eval_model_file_, *data, eval_batch_)
-                                                  : evaluate_checkpoint(comm, eval_checkpoint_, data, eval_batch_);
+    std::vector<float> logits;
+    std::vector<float>* want = eval_logits_.empty() ? nullptr : &logits;
+    const EvalResult r = eval_checkpoint_.empty() ? evaluate_model_file(comm, eval_model_file_, *data, eval_batch_, want)
+                                                  : evaluate_checkpoint(comm, eval_checkpoint_, data, eval_batch_, want);
+    // Rank 0 alone holds the gathered logits; a failure to write ends every rank (main aborts).
+    const std::size_t classes = logits.size() / std::max<std::size_t>(r.samples, 1);
+    if (want != nullptr && comm.rank() == 0) write_npy(eval_logits_, r.samples, classes, logits);
     if (comm.rank() == 0 && eval_json_) {
       Json j = Json::object();
       j.set(eval_checkpoint_.empty() ? "model_file" : "checkpoint", source);
@@ -217,10 +231,12 @@ int Commands::run_distributed(Communicator& comm) {
       j.set("samples", r.samples);
       j.set("loss", r.loss);
       j.set("accuracy", r.accuracy);
+      if (want != nullptr) j.set("logits_file", eval_logits_);
       fmt::print("{}\n", j.dump());
     } else if (comm.rank() == 0) {
       fmt::print("{}: model {}, {} test samples, loss {:.4f}, accuracy {:.4f}\n", source, r.model,
                  r.samples, r.loss, r.accuracy);
+      if (want != nullptr) fmt::print("wrote {}: logits, {} x {} float32 (.npy)\n", eval_logits_, r.samples, classes);
     }
     return 0;
   }

@@ -44,6 +44,7 @@ class Commands {
   std::string eval_checkpoint_;
   std::string eval_model_file_;
   bool eval_json_ = false;
+  std::string eval_logits_;
   int eval_batch_ = 256;
 
   std::string models_shape_;

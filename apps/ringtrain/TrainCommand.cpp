@@ -293,8 +293,12 @@ int TrainCommand::run(Communicator& comm) {
   });
   config.overlap = overlap_;
   // A checkpoint of a model read from ONNX carries its graph: --resume needs no --model-file.
-  if (!config.resume.empty() && config.resume != "auto" && config.model_file.empty() && app_->count("--model") == 0)
-    adopt_checkpoint_graph(config.resume, config);
+  if (!config.resume.empty() && config.model_file.empty() && app_->count("--model") == 0) {
+    if (config.resume == "auto")
+      adopt_auto_resume_graph(comm, config);
+    else
+      adopt_checkpoint_graph(config.resume, config);
+  }
   // This run's own paths stay as comments: a rerun from the file gets a new run directory
   // (and would otherwise write over this one).
   config.rerun_config =

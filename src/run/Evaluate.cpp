@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,13 +20,50 @@
 #include "checkpoint/Checkpoint.h"
 #include "checkpoint/CheckpointIo.h"
 #include "checkpoint/Crc32.h"
+#include "checkpoint/SnapshotStore.h"
 #include "common/CollectiveError.h"
 #include "onnx/OnnxModel.h"
 #include "onnx/OnnxReader.h"
 
 namespace ringtrain {
 
-EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test, int batch_size, int loader_threads) {
+namespace {
+
+// This rank's rows for --logits: per sample its index in the test split (uint64) then its
+// logits, as raw bytes (the ranks share one machine's representation: mpirun of one binary).
+void append_rows(std::string& shard, std::span<const std::size_t> idx, std::span<const float> logits, std::size_t classes) {
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    const auto index = static_cast<std::uint64_t>(idx[i]);
+    shard.append(reinterpret_cast<const char*>(&index), sizeof index);
+    shard.append(reinterpret_cast<const char*>(logits.data() + i * classes), classes * sizeof(float));
+  }
+}
+
+// Every rank's rows placed by index into out (samples x classes) on rank 0; out emptied elsewhere.
+void gather_logits(Communicator& comm, const std::string& shard, std::size_t samples, std::size_t classes,
+                   std::vector<float>& out) {
+  const std::vector<std::string> all = comm.allgather(shard);
+  out.clear();
+  if (comm.rank() != 0) return;
+  out.assign(samples * classes, 0.0f);
+  const std::size_t row = sizeof(std::uint64_t) + classes * sizeof(float);
+  std::size_t rows = 0;
+  for (const auto& part : all) {
+    for (std::size_t at = 0; at + row <= part.size(); at += row, ++rows) {
+      std::uint64_t index = 0;
+      std::memcpy(&index, part.data() + at, sizeof index);
+      if (index >= samples) throw std::logic_error("evaluation: a logits row of a sample outside the test split");
+      std::memcpy(out.data() + index * classes, part.data() + at + sizeof index, classes * sizeof(float));
+    }
+  }
+  // The eval sampler covers every sample exactly once across the ranks.
+  if (rows != samples) throw std::logic_error(fmt::format("evaluation: {} logits rows for {} samples", rows, samples));
+}
+
+}  // namespace
+
+EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test, int batch_size, int loader_threads,
+                          std::vector<float>* logits) {
   DistributedSampler sampler(test.size(), comm.rank(), comm.size(), 0, DistributedSampler::Mode::kEval);
   sampler.set_epoch(0);
   const auto batch = static_cast<std::size_t>(std::max(batch_size, 1));
@@ -36,6 +76,11 @@ EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test,
   // image) is counted there too, so every rank throws rather than one leaving the others.
   double sums[4] = {0.0, 0.0, 0.0, 0.0};  // loss sum, correct, count, failed ranks
   std::string error;
+  std::string shard;  // --logits: this rank's rows
+  const auto classes = static_cast<std::size_t>(model.classes());
+  if (logits != nullptr)
+    require_memory(saturating_product({test.size(), classes * sizeof(float) + sizeof(std::uint64_t), 3}),
+                   fmt::format("--logits ({} samples x {} classes, gathered on every rank)", test.size(), classes));
   try {
     const std::size_t steps = sampler.steps(batch);
     std::size_t next = 0;
@@ -54,6 +99,7 @@ EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test,
       sums[0] += r.loss_sum;
       sums[1] += static_cast<double>(r.correct);
       sums[2] += static_cast<double>(r.count);
+      if (logits != nullptr) append_rows(shard, idx, model.logits(), classes);
     }
   } catch (const std::runtime_error& e) {
     error = e.what();
@@ -66,6 +112,7 @@ EvalResult evaluate_model(Communicator& comm, Model& model, const Dataset& test,
     for (std::size_t r = 0; r < all.size(); ++r)
       if (!all[r].empty()) throw CollectiveError(fmt::format("evaluation: rank {} could not load its batch: {}", r, all[r]));
   }
+  if (logits != nullptr) gather_logits(comm, shard, test.size(), classes, *logits);
   EvalResult result;
   result.loss = sums[0] / std::max(sums[2], 1.0);
   result.accuracy = sums[1] / std::max(sums[2], 1.0);
@@ -94,7 +141,7 @@ Model built_collectively(Communicator& comm, const std::function<Model()>& build
 }  // namespace
 
 EvalResult evaluate_model_file(Communicator& comm, const std::filesystem::path& file, const DatasetConfig& data,
-                               int batch_size) {
+                               int batch_size, std::vector<float>* logits) {
   const DatasetSplits splits = load_dataset(data);
   Model model = built_collectively(comm, [&] { return onnx_model(read_onnx(file)); });
   if (model.input_shape() != splits.test->shape() || model.classes() != splits.test->classes())
@@ -102,11 +149,12 @@ EvalResult evaluate_model_file(Communicator& comm, const std::filesystem::path& 
                                       file.string(), model.input_shape().str(), model.classes(),
                                       splits.test->shape().str(), splits.test->classes()));
   const int threads = data.name == "folder" ? default_loader_threads(comm.ranks_on_node()) : 0;
-  return evaluate_model(comm, model, *splits.test, batch_size, threads);
+  return evaluate_model(comm, model, *splits.test, batch_size, threads, logits);
 }
 
 EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& checkpoint,
-                               const std::optional<DatasetConfig>& data, int batch_size) {
+                               const std::optional<DatasetConfig>& data, int batch_size,
+                               std::vector<float>* logits) {
   const CheckpointData ck = load_checkpoint_collective(comm, checkpoint);
   DatasetConfig config;
   try {
@@ -128,7 +176,7 @@ EvalResult evaluate_checkpoint(Communicator& comm, const std::filesystem::path& 
 
   // Image folders decode as they go: on the cores this node's ranks leave free.
   const int threads = decodes_images(config.name) ? default_loader_threads(comm.ranks_on_node()) : 0;
-  EvalResult result = evaluate_model(comm, model, *splits.test, batch_size, threads);
+  EvalResult result = evaluate_model(comm, model, *splits.test, batch_size, threads, logits);
   result.model = model.name();
   return result;
 }
@@ -152,6 +200,59 @@ bool adopt_checkpoint_graph(const std::filesystem::path& checkpoint, TrainConfig
   config.model = model;
   config.model_graph = meta.at("model_graph").as_string();  // verify() checked that it is there
   return true;
+}
+
+namespace {
+
+// "<model>\n<graph>" of the newest state of config's run directory this node can read whole
+// ("<model>\n" for a zoo model), or "" when there is none.
+std::string newest_state_graph(const TrainConfig& config, const std::filesystem::path& snapshot_root) {
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path dir = config.checkpoint_dir.empty() ? std::filesystem::path(config.run_dir) / "checkpoints"
+                                                                  : std::filesystem::path(config.checkpoint_dir);
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec))
+    if (auto latest = Checkpoint::latest_in(dir); !latest.empty()) files.push_back(latest);
+  for (const auto& snap : list_snapshots(snapshot_root)) files.push_back(snap.path);
+  for (const auto& file : files) {
+    try {
+      const Json meta = Checkpoint::verify(Checkpoint::read_file(file), file.string());
+      const Json* graph = meta.find("model_graph");
+      return meta.at("model").as_string() + "\n" + (graph != nullptr ? graph->as_string() : std::string());
+    } catch (const std::exception&) {
+      // Torn or unreadable (a snapshot mid-write when a node failed): the resume skips it too.
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+bool adopt_auto_resume_graph(Communicator& comm, TrainConfig& config) {
+  // Without --run-dir the run directory is a new one: nothing to resume.
+  if (config.run_dir.empty()) return false;
+  // As the trainer: rank 0's default snapshot root (it hashes the absolute path), or each node's --snapshot-dir.
+  const std::filesystem::path root =
+      config.snapshot_dir.empty() ? std::filesystem::path(broadcast_string(comm, default_snapshot_root(config.run_dir).string(), 0))
+                                  : std::filesystem::path(config.snapshot_dir);
+  // One reader per node (its leader), as the resume's snapshot search: a node's ranks see the same files.
+  const NodePlace place = comm.node_place();
+  std::string mine;
+  try {
+    if (place.leader_of(place.node) == comm.rank()) mine = newest_state_graph(config, root);
+  } catch (const std::exception&) {
+    // A directory that cannot be listed here: another node may see the states; the resume decides.
+  }
+  for (const std::string& found : comm.allgather(mine)) {
+    if (found.empty()) continue;
+    const std::size_t cut = found.find('\n');
+    const std::string model = found.substr(0, cut);
+    if (!is_onnx_model_name(model) || cut + 1 >= found.size()) return false;
+    config.model = model;
+    config.model_graph = found.substr(cut + 1);
+    return true;
+  }
+  return false;
 }
 
 Json describe_checkpoint(const std::filesystem::path& checkpoint) {

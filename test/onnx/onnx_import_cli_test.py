@@ -4,14 +4,19 @@
   --json of the checkpoint equals eval --json of its export (same weights, same bits);
 - export --model-file: read -> export -> read -> export gives the same bytes;
 - every bad file: exit 1 on every rank with one line naming the file, no run directory;
-- --resume without the file ends on the uninterrupted run's parameters; a checkpoint of another
-  model is refused at --resume.
+- --resume without the file ends on the uninterrupted run's parameters: from a checkpoint path,
+  from --resume auto (the run directory's newest checkpoint), and from --resume auto finding a
+  RAM snapshot kept by a run whose rank 0 died (RINGTRAIN_TEST_SNAPSHOT_KILL_AT); a checkpoint of
+  another model is refused at --resume;
+- eval --logits at np 2 of a one-layer ONNX network on IDX files written here: every logit equals
+  numpy's x W^T + b in the test set's order, and the loss and accuracy they give are eval's.
 
 usage: onnx_import_cli_test.py RINGTRAIN FILES_DIR
 """
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -29,6 +34,60 @@ def run(args, np=0, ok=True):
     if ok and p.returncode != 0:
         raise SystemExit(f"FAIL: {' '.join(cmd)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
     return p
+
+
+def params_crc(checkpoint):
+    return json.loads(run(["inspect", checkpoint]).stdout)["sections"]["params_crc32"]
+
+
+def write_idx(d, prefix, images, labels):
+    """IDX files as the MNIST family ships them (big-endian header, then the bytes)."""
+    n, h, w = images.shape
+    with open(os.path.join(d, f"{prefix}-images-idx3-ubyte"), "wb") as f:
+        f.write(struct.pack(">4i", 0x803, n, h, w) + images.tobytes())
+    with open(os.path.join(d, f"{prefix}-labels-idx1-ubyte"), "wb") as f:
+        f.write(struct.pack(">2i", 0x801, n) + labels.tobytes())
+
+
+def check_logits(tmp):
+    """eval --logits under mpirun (two shards, a short last batch) against numpy."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(3)
+    d = os.path.join(tmp, "idx")
+    os.makedirs(d)
+    write_idx(d, "train", rng.integers(0, 256, (8, 28, 28), dtype=np.uint8), rng.integers(0, 10, 8, dtype=np.uint8))
+    images = rng.integers(0, 256, (37, 28, 28), dtype=np.uint8)
+    labels = rng.integers(0, 10, 37, dtype=np.uint8)
+    write_idx(d, "t10k", images, labels)
+    w = (rng.standard_normal((10, 784)) * 0.05).astype(np.float32)
+    b = (rng.standard_normal(10) * 0.1).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Flatten", ["input"], ["f"], name="flatten"),
+         helper.make_node("Gemm", ["f", "w", "b"], ["logits"], name="fc", transB=1)], "linear",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 28, 28])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    net = os.path.join(tmp, "linear.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), net)
+    out = os.path.join(tmp, "logits.npy")
+    r = json.loads(run(["eval", "--model-file", net, "--dataset", "fashion-mnist", "--data-dir", d, "--no-normalize",
+                        "--batch-size", "8", "--json", "--logits", out], np=2).stdout)
+    got = np.load(out)
+    want = (images.reshape(37, 784).astype(np.float64) / 255.0) @ w.T.astype(np.float64) + b
+    err = float(np.abs(got - want).max() / np.abs(want).max())
+    check(got.dtype == np.float32 and got.shape == (37, 10) and err < 1e-5 and r["logits_file"] == out,
+          f"eval --logits: {got.dtype} {got.shape}, max |error| / max |logit| {err:.1e} against numpy")
+    z = got.astype(np.float64)
+    loss = float(np.mean(np.log(np.exp(z - z.max(1, keepdims=True)).sum(1)) + z.max(1) - z[np.arange(37), labels]))
+    accuracy = float(np.mean(z.argmax(1) == labels))
+    check(abs(loss - r["loss"]) <= 1e-6 * r["loss"] and accuracy == r["accuracy"],
+          f"the logits give eval's loss and accuracy ({loss!r} vs {r['loss']!r}, {accuracy} vs {r['accuracy']})")
+    p = run(["eval", "--model-file", net, "--dataset", "fashion-mnist", "--data-dir", d, "--logits",
+             os.path.join(tmp, "no", "such", "dir", "x.npy")], ok=False)
+    check(p.returncode == 2 and "--logits" in p.stderr and "does not exist" in p.stderr,
+          "eval --logits into a missing directory: a usage error before evaluating")
 
 
 def check(cond, what):
@@ -78,6 +137,26 @@ def main():
         end = json.loads(run(["inspect", os.path.join(resumed_dir, "model.rtck")]).stdout)
         check(end["model"] == "onnx:all_ops" and end["sections"]["params_crc32"] == meta["sections"]["params_crc32"],
               "--resume without --model-file ends on the uninterrupted run's parameters")
+        # --resume auto finds the same checkpoint in the run directory: the graph comes from it.
+        auto_dir = os.path.join(tmp, "auto")
+        os.makedirs(os.path.join(auto_dir, "checkpoints"))
+        shutil.copy(os.path.join(rd, "checkpoints", "ckpt-000000002.rtck"), os.path.join(auto_dir, "checkpoints"))
+        p = run(["train", *DATA, "--batch-size", "8", "--max-steps", "4", "--run-dir", auto_dir, "--resume", "auto"], np=2)
+        check("resumed from" in p.stdout and params_crc(os.path.join(auto_dir, "model.rtck")) == meta["sections"]["params_crc32"],
+              "--resume auto without --model-file ends on the uninterrupted run's parameters")
+        # A run whose rank 0 dies writing its step-4 snapshot keeps step 2's in RAM; --resume auto
+        # without the file continues from it (no checkpoint directory) to the same end.
+        ram, killed = os.path.join(tmp, "ram"), os.path.join(tmp, "killed")
+        snap = [*DATA, "--batch-size", "8", "--max-steps", "4", "--run-dir", killed, "--snapshot-every", "2",
+                "--snapshot-dir", ram]
+        p = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none",
+                            "-x", "RINGTRAIN_TEST_SNAPSHOT_KILL_AT=4", RINGTRAIN, "train", "--model-file", net, *snap],
+                           env=ENV, capture_output=True, text=True, timeout=120)
+        kept = os.path.join(ram, "node-0-of-1", "snap-000000002.rtck")
+        check(p.returncode != 0 and os.path.exists(kept), "a run killed while writing a snapshot keeps the previous one")
+        p = run(["train", *snap, "--resume", "auto"], np=2)
+        check("resumed from snapshot" in p.stdout and params_crc(os.path.join(killed, "model.rtck")) == meta["sections"]["params_crc32"],
+              "--resume auto from a snapshot without --model-file ends on the uninterrupted run's parameters")
         other = run(["train", "--model", "resnet20", *DATA, "--batch-size", "8", "--resume", ck, "--run-dir", os.path.join(tmp, "other")],
                     np=2, ok=False)
         check(other.returncode != 0 and "onnx:all_ops" in other.stderr, "a checkpoint of another model is refused")
@@ -99,6 +178,7 @@ def main():
         onnx_out = os.path.join(tmp, "never.onnx")
         p = run(["export", "--model-file", bad, "--onnx", onnx_out], ok=False)
         check(p.returncode == 1 and not os.path.exists(onnx_out), "export of a bad file writes nothing")
+        check_logits(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
