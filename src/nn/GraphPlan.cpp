@@ -2,6 +2,7 @@
 #include "nn/GraphPlan.h"
 
 #include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -104,8 +105,18 @@ void GraphPlan::add_gradient_slot(std::size_t i, std::size_t k) {
   dsrc_[i][k] = arena_.create(md);
   arena_.use(dv, backward_step(i));
   arena_.use(dsrc_[i][k], backward_step(i));
+  // In place on dv, the same float additions either way. oneDNN 2.6's sum is its generic
+  // simple:any kernel: 0.97 ms against 0.61 ms for the jit binary add over 128x16x32x32
+  // nChw8c (3.95 against 2.06 ms over 32x64x56x56), one thread, CPU time.
+  if (md == dv.get_desc()) {
+    const dnnl::binary::primitive_desc pd(dnnl::binary::desc(dnnl::algorithm::binary_add, md, md, md), eng);
+    if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0) {
+      accumulate_[i][k] = {dnnl::binary(pd), true};
+      return;
+    }
+  }
   const std::vector<float> scales{1.f, 1.f};
-  accumulate_[i][k] = dnnl::sum(dnnl::sum::primitive_desc(dv.get_desc(), scales, {dv.get_desc(), md}, eng));
+  accumulate_[i][k] = {dnnl::sum(dnnl::sum::primitive_desc(dv.get_desc(), scales, {dv.get_desc(), md}, eng)), false};
 }
 
 void GraphPlan::build_backward() {
@@ -121,7 +132,7 @@ void GraphPlan::build_backward() {
   for (std::size_t i = nodes; i-- > 0;) {
     const std::size_t slots = graph_.node(i).inputs.size();
     dsrc_[i].assign(slots, memory());
-    accumulate_[i].assign(slots, dnnl::sum());
+    accumulate_[i].assign(slots, Accumulation());
     if (!graph_.runs_backward(i)) continue;
     Layer& layer = graph_.layer(i);
     layer.prepare_inputs(input_mds(i), Phase::kTrain, graph_.need_diff_src(i));
@@ -165,10 +176,14 @@ void GraphPlan::backward(const std::vector<std::pair<std::size_t, std::size_t>>&
     layer.prepare_inputs(input_mds(i), Phase::kTrain, graph_.need_diff_src(i));
     layer.backward_inputs(dcons_[i], dsrc_[i]);
     for (std::size_t k = 0; k < dsrc_[i].size(); ++k) {
-      if (!accumulate_[i][k]) continue;
+      const Accumulation& acc = accumulate_[i][k];
+      if (!acc) continue;
       const memory& dv = dvalue_[static_cast<std::size_t>(graph_.node(i).inputs[k])];
-      accumulate_[i][k].execute(strm, {{DNNL_ARG_MULTIPLE_SRC, dv}, {DNNL_ARG_MULTIPLE_SRC + 1, dsrc_[i][k]},
-                                       {DNNL_ARG_DST, dv}});
+      if (acc.binary) {
+        acc.add.execute(strm, {{DNNL_ARG_SRC_0, dv}, {DNNL_ARG_SRC_1, dsrc_[i][k]}, {DNNL_ARG_DST, dv}});
+      } else {
+        acc.add.execute(strm, {{DNNL_ARG_MULTIPLE_SRC, dv}, {DNNL_ARG_MULTIPLE_SRC + 1, dsrc_[i][k]}, {DNNL_ARG_DST, dv}});
+      }
     }
     if (on_ready && ranges[i].second > 0) {
       strm.wait();
@@ -206,7 +221,7 @@ PlanStats GraphPlan::stats() const {
     if (phase_ != Phase::kTrain) continue;
     st.backward_reorders += diff_reorders(i);
     if (dcopy_[i] && diff_reorders(i) == 0) ++st.copies;
-    for (const auto& sum : accumulate_[i]) st.gradient_sums += sum ? 1 : 0;
+    for (const auto& acc : accumulate_[i]) st.gradient_sums += acc ? 1 : 0;
   }
   if (logits_copy_) ++st.forward_reorders;  // made only where the layouts differ
   st.separate_bytes = arena_.separate_bytes();

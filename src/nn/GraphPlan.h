@@ -86,7 +86,13 @@ class GraphPlan {
   std::vector<dnnl::memory> dcons_;                 // [node] its diff_dst
   std::vector<dnnl::reorder> dcopy_;                // [node] dvalue -> dcons (empty: none)
   std::vector<std::vector<dnnl::memory>> dsrc_;     // [node][slot] where it writes diff_src
-  std::vector<std::vector<dnnl::sum>> accumulate_;  // [node][slot] dvalue += dsrc (empty: overwrite)
+  // dvalue += dsrc: a binary add when both share a layout, else a sum (empty: overwrite).
+  struct Accumulation {
+    dnnl::primitive add;
+    bool binary = false;
+    explicit operator bool() const noexcept { return static_cast<bool>(add); }
+  };
+  std::vector<std::vector<Accumulation>> accumulate_;  // [node][slot]
 };
 
 }  // namespace ringtrain

@@ -161,8 +161,9 @@ class Layer {
   // it, else a copy that every state of this layer wanting the same layout shares. Wanted
   // dims other than the parameter's, with as many elements, view the arena row-major in
   // them (grouped convolution weights, 5-D for oneDNN). from: a
-  // bf16 copy of the same parameter in another layout (the forward's, for backward-data),
-  // which a new bf16 copy is reordered from instead of the fp32 arena.
+  // copy of the same parameter in another layout (the forward's, for backward-data), which a
+  // new copy of its data type is reordered from instead of the fp32 arena when from is bf16
+  // or a reordered (blocked) fp32 copy.
   std::shared_ptr<WeightCopy> weight_copy(std::size_t i, const dnnl::memory::desc& wanted,
                                           const std::shared_ptr<WeightCopy>& from = nullptr);
   // w with the current parameters (converted only if they changed since its last conversion).
