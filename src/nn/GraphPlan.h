@@ -24,6 +24,7 @@ struct PlanStats {
   int backward_reorders = 0;  // gradients between layers, likewise (plus the logits' reorder)
   int copies = 0;             // same-layout copies: the input into the first reader, the layers' own
   int gradient_sums = 0;      // a tensor read several times receives their sum
+  int shared_gradients = 0;   // of them, sums that read a gradient another slot shares (no copy made)
   int layer_reorders = 0;     // inside the layers: activation layouts their primitives disagree on
   int weight_reorders = 0;    // weight copies converted by a reorder, gradients reordered to the arena
   // Activations and gradients (forward values, private input copies, diff values, diff_dst
@@ -69,6 +70,9 @@ class GraphPlan {
   // Node i's input layouts as its producers wrote them (what prepare_inputs is keyed on).
   std::vector<dnnl::memory::desc> input_mds(std::size_t i) const;
   void add_gradient_slot(std::size_t i, std::size_t k);
+  // After node i's slots: leaves empty the slots of a layer that shares_input_gradients()
+  // whose gradient can be read from its first slot's until the next reader adds into it.
+  void share_gradient_slots(std::size_t i);
   // The arena step of node i's backward (its forward's is i).
   int backward_step(std::size_t i) const;
 
@@ -90,9 +94,13 @@ class GraphPlan {
   struct Accumulation {
     dnnl::primitive add;
     bool binary = false;
+    dnnl::memory first;  // what dvalue holds before the add (empty: dvalue itself)
     explicit operator bool() const noexcept { return static_cast<bool>(add); }
   };
   std::vector<std::vector<Accumulation>> accumulate_;  // [node][slot]
+  // [value] the gradient written so far lives in this other memory, not yet in dvalue (a
+  // shared gradient slot left empty); the next add reads it from there. Building only.
+  std::vector<dnnl::memory> pending_;
 };
 
 }  // namespace ringtrain

@@ -133,6 +133,9 @@ class Layer {
   // layer takes one and runs the calls above; multi-input layers (MultiInputLayer: Add,
   // Concat) override them. diff_srcs[k] may be empty for an input that needs no gradient.
   virtual std::size_t num_inputs() const { return 1; }
+  // Every input's gradient is the same tensor (Add): backward need write only the first one
+  // asked for; the plan may leave the other slots empty and read that one in their place.
+  virtual bool shares_input_gradients() const { return false; }
   virtual Dims out_shape_of(const std::vector<Dims>& in) const;
   virtual void prepare_inputs(const std::vector<dnnl::memory::desc>& src_mds, Phase phase, bool need_diff_src);
   virtual const dnnl::memory::desc& input_md(std::size_t k) const;
