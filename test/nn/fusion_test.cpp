@@ -163,6 +163,7 @@ TEST_CASE("The plan counts its reorders and fusions", "[nn][graph][fusion]") {
   CHECK(identities == 7);
   CHECK(fused.shared_gradients == identities);
   CHECK(unfused.shared_gradients == identities);
+  CHECK(report.find("9 gradient sums (7 reading an add's gradient where it lies, no copy)") != std::string::npos);
   // Separate buffers hold at least the 19 conv outputs of 16x28x28 .. 64x7x7 (batch 4, fp32);
   // the planned arena at least the largest value and its gradient, and less than them all.
   const std::size_t value = 4 * 16 * 28 * 28 * 4;
