@@ -20,6 +20,7 @@ class Add : public MultiInputLayer {
   bool needs_dst_in_backward() const override { return relu_; }
   bool needs_src_in_backward() const override { return false; }
   bool shares_input_gradients() const override { return true; }
+  bool passes_gradient_through() const override { return !relu_; }
 
  protected:
   std::unique_ptr<MultiState> build_inputs(const std::vector<dnnl::memory::desc>& src_mds, Phase phase,

@@ -95,7 +95,9 @@ void GraphPlan::add_gradient_slot(std::size_t i, std::size_t k) {
     // The only reader of a single-input in-place layer may write over its own diff_dst.
     const bool in_place = readers.size() == 1 && graph_.node(i).inputs.size() == 1 && layer.in_place() &&
                           md.get_size() == layer.diff_dst_md().get_size();
-    dv = in_place ? arena_.alias(md, dcons_[i]) : arena_.create(md);
+    const bool through = !in_place && passes_through(i, k);
+    if (through) passed_[i] = static_cast<int>(k);
+    dv = in_place || through ? arena_.alias(md, dcons_[i]) : arena_.create(md);
     dsrc_[i][k] = dv;
     arena_.use(dv, backward_step(i));
     return;
@@ -126,6 +128,18 @@ void GraphPlan::add_gradient_slot(std::size_t i, std::size_t k) {
     acc.add = dnnl::sum(dnnl::sum::primitive_desc(dv.get_desc(), scales, {first_md, md}, eng));
   }
   accumulate_[i][k] = acc;
+}
+
+bool GraphPlan::passes_through(std::size_t i, std::size_t k) const {
+  const Layer& layer = graph_.layer(i);
+  const int v = graph_.node(i).inputs[k];
+  if (!layer.passes_gradient_through() || layer.diff_input_md(k) != layer.diff_dst_md() || v == Graph::kInput ||
+      graph_.readers(v).size() != 1)
+    return false;
+  // diff_dst stays as it is from here on (its readers are done), so the gradient is it while
+  // nothing writes over it: v has one reader (nothing adds into it), its producer does not
+  // write its diff_src over it in place, and no other slot of this node is it already.
+  return passed_[i] < 0 && !graph_.layer(static_cast<std::size_t>(v - 1)).in_place();
 }
 
 void GraphPlan::share_gradient_slots(std::size_t i) {
@@ -164,6 +178,7 @@ void GraphPlan::build_backward() {
   dsrc_.assign(nodes, {});
   accumulate_.assign(nodes, {});
   pending_.assign(nodes + 1, memory());
+  passed_.assign(nodes, -1);
   diff_logits_ = memory(logits_.get_desc(), eng);
   dvalue_.back() = diff_logits_;
   for (std::size_t i = nodes; i-- > 0;) {
@@ -265,6 +280,7 @@ PlanStats GraphPlan::stats() const {
       st.gradient_sums += acc ? 1 : 0;
       st.shared_gradients += acc.first ? 1 : 0;
     }
+    st.passed_gradients += passed_[i] >= 0 ? 1 : 0;
   }
   if (logits_copy_) ++st.forward_reorders;  // made only where the layouts differ
   st.separate_bytes = arena_.separate_bytes();

@@ -25,6 +25,7 @@ struct PlanStats {
   int copies = 0;             // same-layout copies: the input into the first reader, the layers' own
   int gradient_sums = 0;      // a tensor read several times receives their sum
   int shared_gradients = 0;   // of them, sums that read a gradient another slot shares (no copy made)
+  int passed_gradients = 0;   // input gradients that are their layer's diff_dst (an add without ReLU: no copy)
   int layer_reorders = 0;     // inside the layers: activation layouts their primitives disagree on
   int weight_reorders = 0;    // weight copies converted by a reorder, gradients reordered to the arena
   // Activations and gradients (forward values, private input copies, diff values, diff_dst
@@ -73,6 +74,8 @@ class GraphPlan {
   // After node i's slots: leaves empty the slots of a layer that shares_input_gradients()
   // whose gradient can be read from its first slot's until the next reader adds into it.
   void share_gradient_slots(std::size_t i);
+  // Node i's slot k can be its diff_dst itself (Layer::passes_gradient_through), no copy.
+  bool passes_through(std::size_t i, std::size_t k) const;
   // The arena step of node i's backward (its forward's is i).
   int backward_step(std::size_t i) const;
 
@@ -101,6 +104,7 @@ class GraphPlan {
   // [value] the gradient written so far lives in this other memory, not yet in dvalue (a
   // shared gradient slot left empty); the next add reads it from there. Building only.
   std::vector<dnnl::memory> pending_;
+  std::vector<int> passed_;  // [node] the slot whose gradient is its diff_dst (-1: none)
 };
 
 }  // namespace ringtrain

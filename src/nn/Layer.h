@@ -136,6 +136,8 @@ class Layer {
   // Every input's gradient is the same tensor (Add): backward need write only the first one
   // asked for; the plan may leave the other slots empty and read that one in their place.
   virtual bool shares_input_gradients() const { return false; }
+  // Every input's gradient is diff_dst itself (Add without ReLU): one slot may be diff_dst.
+  virtual bool passes_gradient_through() const { return false; }
   virtual Dims out_shape_of(const std::vector<Dims>& in) const;
   virtual void prepare_inputs(const std::vector<dnnl::memory::desc>& src_mds, Phase phase, bool need_diff_src);
   virtual const dnnl::memory::desc& input_md(std::size_t k) const;

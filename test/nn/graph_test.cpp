@@ -274,6 +274,9 @@ TEST_CASE("A residual add's shortcut gradient is read from its other input's, no
       const PlanStats st = m.plan(4, Phase::kTrain).stats();
       CHECK(st.shared_gradients == 1);
       CHECK(st.gradient_sums == (three ? 2 : 1));
+      // Without the ReLU the add's gradient is its diff_dst: its main slot is that memory
+      // (ab, an add without ReLU itself, passes its own to conva or convb too).
+      CHECK(st.passed_gradients == (fused ? 0 : 1) + (three ? 1 : 0));
       gradient_check(m, random_batch(shape, 4, 3, 10));
     }
   }
