@@ -4,7 +4,9 @@
 // needs one. Backward runs the nodes in exact reverse order; of a tensor's readers the first
 // to run backward (the last in forward order) overwrites its gradient and the others add into
 // it (oneDNN's backward-data overwrites diff_src), in that fixed order, so results are the
-// same on every rank and every run.
+// same on every rank and every run. An add's gradients are not copied where they need not be:
+// without ReLU one input's is its diff_dst itself, and a shortcut's first sum reads the add's
+// gradient where it lies (the same floats in the same order as from a copy).
 #pragma once
 
 #include <cstdint>
