@@ -19,6 +19,8 @@ class Add : public MultiInputLayer {
   // With ReLU, backward masks by dst > 0 (use_dst_for_bwd): the next layer must not overwrite it.
   bool needs_dst_in_backward() const override { return relu_; }
   bool needs_src_in_backward() const override { return false; }
+  bool shares_input_gradients() const override { return true; }
+  bool passes_gradient_through() const override { return !relu_; }
 
  protected:
   std::unique_ptr<MultiState> build_inputs(const std::vector<dnnl::memory::desc>& src_mds, Phase phase,

@@ -3,10 +3,12 @@
 // The arena keeps the user-visible weights plain (O, I/G, KH, KW); oneDNN may pick blocked
 // weights (e.g. OIhw16i16o on AVX-512), so a WeightCopy reorders arena -> blocked once per
 // parameter change, and each backward reorders the blocked diff_weights back into the plain
-// gradient arena. In bf16 the copy also converts the fp32 master weights to bf16 (narrowed
-// directly when oneDNN wants them plain; backward-data's layout is reordered from the
-// forward's bf16 copy), activations are bf16, and backward-weights writes
-// fp32 diff_weights and diff_bias.
+// gradient arena. Backward-data's weights (another blocked layout: oneDNN 2.6 has only
+// reference kernels for backward-data with the forward's weights layout, or forward with
+// backward-data's, or backward-weights into plain diff_weights) are reordered from the
+// forward's copy, right after it, while it is in cache. In bf16 the copy also converts the
+// fp32 master weights to bf16 (narrowed directly when oneDNN wants them plain), activations
+// are bf16, and backward-weights writes fp32 diff_weights and diff_bias.
 #include "nn/Conv2d.h"
 
 #include <stdexcept>
@@ -201,6 +203,8 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
 void Conv2d::run_forward(State& base, const memory& src, const memory& dst, std::uint64_t) {
   auto& s = static_cast<ConvState&>(base);
   refresh(*s.weights);
+  // Converted now rather than in backward: its source, the copy just refreshed, is in cache.
+  if (s.bwd_data_weights) refresh(*s.bwd_data_weights);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s.weights->get()}, {DNNL_ARG_DST, dst}};
   if (opt_.bias) args[DNNL_ARG_BIAS] = s.bias;
   s.fwd.execute(stream(), args);
@@ -210,9 +214,7 @@ void Conv2d::run_backward(State& base, const memory& diff_dst, const memory& dif
   auto& s = static_cast<ConvState&>(base);
   auto& strm = stream();
   if (s.need_diff_src) {
-    // The forward's copy when the layouts agree (converted already, the parameters have not
-    // changed since), else the backward-data layout's own (in bf16 reordered from the
-    // forward's bf16 copy, not from the fp32 arena).
+    // Converted in forward already (the parameters have not changed since): a version check.
     refresh(*s.bwd_data_weights);
     memory dd = diff_dst;
     if (s.bwd_data_diff_dst) {

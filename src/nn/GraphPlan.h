@@ -4,7 +4,9 @@
 // needs one. Backward runs the nodes in exact reverse order; of a tensor's readers the first
 // to run backward (the last in forward order) overwrites its gradient and the others add into
 // it (oneDNN's backward-data overwrites diff_src), in that fixed order, so results are the
-// same on every rank and every run.
+// same on every rank and every run. An add's gradients are not copied where they need not be:
+// without ReLU one input's is its diff_dst itself, and a shortcut's first sum reads the add's
+// gradient where it lies (the same floats in the same order as from a copy).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,8 @@ struct PlanStats {
   int backward_reorders = 0;  // gradients between layers, likewise (plus the logits' reorder)
   int copies = 0;             // same-layout copies: the input into the first reader, the layers' own
   int gradient_sums = 0;      // a tensor read several times receives their sum
+  int shared_gradients = 0;   // of them, sums that read a gradient another slot shares (no copy made)
+  int passed_gradients = 0;   // input gradients that are their layer's diff_dst (an add without ReLU: no copy)
   int layer_reorders = 0;     // inside the layers: activation layouts their primitives disagree on
   int weight_reorders = 0;    // weight copies converted by a reorder, gradients reordered to the arena
   // Activations and gradients (forward values, private input copies, diff values, diff_dst
@@ -69,6 +73,11 @@ class GraphPlan {
   // Node i's input layouts as its producers wrote them (what prepare_inputs is keyed on).
   std::vector<dnnl::memory::desc> input_mds(std::size_t i) const;
   void add_gradient_slot(std::size_t i, std::size_t k);
+  // After node i's slots: leaves empty the slots of a layer that shares_input_gradients()
+  // whose gradient can be read from its first slot's until the next reader adds into it.
+  void share_gradient_slots(std::size_t i);
+  // Node i's slot k can be its diff_dst itself (Layer::passes_gradient_through), no copy.
+  bool passes_through(std::size_t i, std::size_t k) const;
   // The arena step of node i's backward (its forward's is i).
   int backward_step(std::size_t i) const;
 
@@ -86,7 +95,18 @@ class GraphPlan {
   std::vector<dnnl::memory> dcons_;                 // [node] its diff_dst
   std::vector<dnnl::reorder> dcopy_;                // [node] dvalue -> dcons (empty: none)
   std::vector<std::vector<dnnl::memory>> dsrc_;     // [node][slot] where it writes diff_src
-  std::vector<std::vector<dnnl::sum>> accumulate_;  // [node][slot] dvalue += dsrc (empty: overwrite)
+  // dvalue += dsrc: a binary add when both share a layout, else a sum (empty: overwrite).
+  struct Accumulation {
+    dnnl::primitive add;
+    bool binary = false;
+    dnnl::memory first;  // what dvalue holds before the add (empty: dvalue itself)
+    explicit operator bool() const noexcept { return static_cast<bool>(add); }
+  };
+  std::vector<std::vector<Accumulation>> accumulate_;  // [node][slot]
+  // [value] the gradient written so far lives in this other memory, not yet in dvalue (a
+  // shared gradient slot left empty); the next add reads it from there. Building only.
+  std::vector<dnnl::memory> pending_;
+  std::vector<int> passed_;  // [node] the slot whose gradient is its diff_dst (-1: none)
 };
 
 }  // namespace ringtrain

@@ -133,6 +133,11 @@ class Layer {
   // layer takes one and runs the calls above; multi-input layers (MultiInputLayer: Add,
   // Concat) override them. diff_srcs[k] may be empty for an input that needs no gradient.
   virtual std::size_t num_inputs() const { return 1; }
+  // Every input's gradient is the same tensor (Add): backward need write only the first one
+  // asked for; the plan may leave the other slots empty and read that one in their place.
+  virtual bool shares_input_gradients() const { return false; }
+  // Every input's gradient is diff_dst itself (Add without ReLU): one slot may be diff_dst.
+  virtual bool passes_gradient_through() const { return false; }
   virtual Dims out_shape_of(const std::vector<Dims>& in) const;
   virtual void prepare_inputs(const std::vector<dnnl::memory::desc>& src_mds, Phase phase, bool need_diff_src);
   virtual const dnnl::memory::desc& input_md(std::size_t k) const;
@@ -161,8 +166,9 @@ class Layer {
   // it, else a copy that every state of this layer wanting the same layout shares. Wanted
   // dims other than the parameter's, with as many elements, view the arena row-major in
   // them (grouped convolution weights, 5-D for oneDNN). from: a
-  // bf16 copy of the same parameter in another layout (the forward's, for backward-data),
-  // which a new bf16 copy is reordered from instead of the fp32 arena.
+  // copy of the same parameter in another layout (the forward's, for backward-data), which a
+  // new copy of its data type is reordered from instead of the fp32 arena when from is bf16
+  // or a reordered (blocked) fp32 copy.
   std::shared_ptr<WeightCopy> weight_copy(std::size_t i, const dnnl::memory::desc& wanted,
                                           const std::shared_ptr<WeightCopy>& from = nullptr);
   // w with the current parameters (converted only if they changed since its last conversion).

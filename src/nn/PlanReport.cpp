@@ -84,8 +84,9 @@ std::string describe_plan(Model& model, int n) {
                      add_relu);
   out += fmt::format(
       "reorders per step: {} between layers forward, {} backward, {} inside layers, {} of weights; {} same-layout "
-      "copies, {} gradient sums\n",
-      st.forward_reorders, st.backward_reorders, st.layer_reorders, st.weight_reorders, st.copies, st.gradient_sums);
+      "copies, {} gradient sums ({} reading an add's gradient where it lies, no copy)\n",
+      st.forward_reorders, st.backward_reorders, st.layer_reorders, st.weight_reorders, st.copies, st.gradient_sums,
+      st.shared_gradients);
   out += fmt::format(
       "memory: activations and gradients {} in a buffer each, {} planned by liveness; layers' own state {}\n",
       mib(st.separate_bytes), mib(st.planned_bytes), mib(st.layer_bytes));

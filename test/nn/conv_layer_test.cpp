@@ -1,11 +1,18 @@
 // Conv2d's generalisations (dilation, groups, depthwise, channel multipliers, no bias)
 // against a naive double convolution written here, and its central differences (the
 // gradient check of layer_harness.h); the hyper-parameters' bookkeeping (parameter counts,
-// fan-in, flops, signatures); and the dense constructor against the options one, bit for bit.
+// fan-in, flops, signatures); the dense constructor against the options one, bit for bit; and
+// where backward-data's blocked weights are reordered from.
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+
 #include <catch2/catch.hpp>
 
 #include "layer_harness.h"
 #include "nn/Conv2d.h"
+#include "nn/ParamsVersion.h"
+#include "nn/WeightCopy.h"
 
 using namespace ringtrain;
 using namespace ringtrain::test;
@@ -161,4 +168,70 @@ TEST_CASE("The dense constructor and the options with dilation 1, groups 1 give 
   CHECK(a.y == b.y);
   CHECK(a.dx == b.dx);
   CHECK(a.dparams == b.dparams);
+}
+
+namespace {
+
+// A layer with one 16x16x3x3 weight that lets the test ask Layer::weight_copy for copies.
+class WeightCopyProbe : public Layer {
+ public:
+  WeightCopyProbe() : Layer("probe") {}
+  std::string kind() const override { return "probe"; }
+  std::string describe() const override { return "probe"; }
+  Dims out_shape(const Dims& in) const override { return in; }
+  std::vector<ParamSpec> param_specs() const override { return {{"weight", {16, 16, 3, 3}, ParamKind::kWeight, 144}}; }
+  using Layer::weight_copy;
+
+ protected:
+  std::unique_ptr<State> build(const dnnl::memory::desc&, Phase, bool) override {
+    throw std::logic_error("probe: never prepared");
+  }
+  void run_forward(State&, const dnnl::memory&, const dnnl::memory&, std::uint64_t) override {}
+  void run_backward(State&, const dnnl::memory&, const dnnl::memory&) override {}
+};
+
+}  // namespace
+
+TEST_CASE("fp32 backward-data weights are reordered from the forward's blocked copy, same bits as from the arena",
+          "[nn][layer]") {
+  // oneDNN's fp32 forward and backward-data want different blocked weights for a 16 -> 16 3x3
+  // convolution (ABcd8b8a and ABcd8a8b on AVX2, 16-blocked on AVX-512).
+  using dnnl::memory;
+  auto& eng = DnnlContext::get().engine();
+  const auto f32 = memory::data_type::f32;
+  const memory::dims src{2, 16, 8, 8}, wd{16, 16, 3, 3}, one{1, 1};
+  const memory::desc src_any(src, f32, tag::any), w_any(wd, f32, tag::any);
+  const dnnl::convolution_forward::primitive_desc fwd_pd(
+      {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_any, w_any, src_any, one, one, one},
+      eng);
+  const dnnl::convolution_backward_data::primitive_desc bwd_pd(
+      {dnnl::algorithm::convolution_direct, src_any, w_any, src_any, one, one, one}, eng, fwd_pd);
+  REQUIRE(fwd_pd.weights_desc() != bwd_pd.weights_desc());
+
+  std::vector<float> w = random_floats(16 * 16 * 9, 21), g(w.size());
+  ParamsVersion version;
+  WeightCopyProbe probe;
+  probe.bind_params({Tensor::view(w.data(), {16, 16, 3, 3})}, {Tensor::view(g.data(), {16, 16, 3, 3})}, &version);
+  const auto forward = probe.weight_copy(0, fwd_pd.weights_desc());
+  const auto backward = probe.weight_copy(0, bwd_pd.weights_desc(), forward);
+  REQUIRE(forward->reorders());
+  CHECK(backward->source() == forward.get());
+  // A plain copy is the arena itself: a copy derived from it reads the arena directly.
+  const auto plain = probe.weight_copy(0, plain_md({16, 16, 3, 3}));
+  CHECK_FALSE(plain->reorders());
+  CHECK(probe.weight_copy(0, memory::desc(wd, f32, tag::acdb), plain)->source() == nullptr);
+
+  WeightCopy direct(memory(plain_md({16, 16, 3, 3}), eng, w.data()), bwd_pd.weights_desc());
+  const auto bytes = [](const WeightCopy& c) {
+    const auto* p = static_cast<const std::uint8_t*>(c.get().get_data_handle());
+    return std::vector<std::uint8_t>(p, p + c.get().get_desc().get_size());
+  };
+  for (int update = 0; update < 2; ++update) {
+    backward->refresh(version);  // refreshes the forward's copy first
+    direct.refresh(version);
+    CHECK(forward->conversions() == static_cast<std::uint64_t>(update + 1));
+    CHECK(bytes(*backward) == bytes(direct));
+    for (auto& v : w) v = -v * 0.5f;
+    ++version.value;
+  }
 }

@@ -154,6 +154,16 @@ TEST_CASE("The plan counts its reorders and fusions", "[nn][graph][fusion]") {
   for (std::size_t i = 0; i < m.graph().size(); ++i) convs += m.graph().layer(i).kind() == "conv2d" ? 1 : 0;
   CHECK(convs == 21);
   CHECK(fused.weight_reorders <= 3 * convs);
+  // An identity shortcut (the block's input, also read by its first convolution) reads the
+  // add's gradient from the main branch's slot when its sum runs; projections have one reader.
+  int identities = 0;
+  for (std::size_t i = 0; i < m.graph().size(); ++i)
+    for (const int v : m.graph().node(i).inputs)
+      identities += m.graph().layer(i).kind() == "add" && m.graph().readers(v).size() > 1 ? 1 : 0;
+  CHECK(identities == 7);
+  CHECK(fused.shared_gradients == identities);
+  CHECK(unfused.shared_gradients == identities);
+  CHECK(report.find("9 gradient sums (7 reading an add's gradient where it lies, no copy)") != std::string::npos);
   // Separate buffers hold at least the 19 conv outputs of 16x28x28 .. 64x7x7 (batch 4, fp32);
   // the planned arena at least the largest value and its gradient, and less than them all.
   const std::size_t value = 4 * 16 * 28 * 28 * 4;

@@ -1,6 +1,7 @@
 // Layer graphs: the multi-input layers (Add with and without its fused ReLU, Concat) against
 // double references and their central differences, in plain and blocked layouts; gradient
-// sums where a tensor has several readers; Kahn order and the graph's refusals.
+// sums where a tensor has several readers, a residual shortcut reading the add's gradient in
+// place of a copy; Kahn order and the graph's refusals.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -12,6 +13,7 @@
 #include "nn/Conv2d.h"
 #include "nn/Flatten.h"
 #include "nn/Graph.h"
+#include "nn/GraphPlan.h"
 #include "nn/Linear.h"
 #include "nn/Precision.h"
 #include "nn/ReLU.h"
@@ -240,4 +242,52 @@ TEST_CASE("Graphs are Kahn-sorted with ties in insertion order and refuse bad ed
   CHECK_THROWS_AS(twice.finalize({1, 4}), std::invalid_argument);
   Graph arity;
   CHECK_THROWS_AS(arity.add(std::make_unique<Add>("add", 2), {"input"}), std::invalid_argument);
+}
+
+namespace {
+
+// input -> conv0 = x; x -> conva [, x -> convb, ab = add(conva, convb)]; add(conva or ab, x)
+// [-> relu] -> flatten -> fc: a residual block whose shortcut x has two (three) readers.
+Graph residual(bool fused, bool three_readers) {
+  Graph g;
+  g.add(std::make_unique<Conv2d>("conv0", 2, 4, 3, 1, 1), {"input"});
+  g.add(std::make_unique<Conv2d>("conva", 4, 4, 3, 1, 1), {"conv0"});
+  if (three_readers) {
+    g.add(std::make_unique<Conv2d>("convb", 4, 4, 1), {"conv0"});
+    g.add(std::make_unique<Add>("ab", 2), {"conva", "convb"});
+  }
+  g.add(std::make_unique<Add>("add", 2, fused), {three_readers ? "ab" : "conva", "conv0"});
+  g.add(std::make_unique<Flatten>("flatten"), {"add"});
+  g.add(std::make_unique<Linear>("fc", 4 * 5 * 5, 3), {"flatten"});
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("A residual add's shortcut gradient is read from its other input's, not copied", "[nn][graph]") {
+  const ImageShape shape{2, 5, 5};
+  for (const bool three : {false, true}) {
+    for (const bool fused : {false, true}) {
+      Model m("residual", residual(fused, three), shape, 3);
+      m.init(9);
+      // The add's gradient goes to conva's (ab's) slot; x's first sum reads it from there.
+      const PlanStats st = m.plan(4, Phase::kTrain).stats();
+      CHECK(st.shared_gradients == 1);
+      CHECK(st.gradient_sums == (three ? 2 : 1));
+      // Without the ReLU the add's gradient is its diff_dst: its main slot is that memory
+      // (ab, an add without ReLU itself, passes its own to conva or convb too).
+      CHECK(st.passed_gradients == (fused ? 0 : 1) + (three ? 1 : 0));
+      gradient_check(m, random_batch(shape, 4, 3, 10));
+    }
+  }
+  // Where both slots read one tensor, or nothing else reads the shortcut, there is nothing to share.
+  Model diamond_model("diamond", diamond(false, false), shape, 3);
+  CHECK(diamond_model.plan(4, Phase::kTrain).stats().shared_gradients == 0);
+  Graph g;
+  g.add(std::make_unique<Conv2d>("conv0", 2, 4, 3, 1, 1), {"input"});
+  g.add(std::make_unique<Add>("twice", 2), {"conv0", "conv0"});
+  g.add(std::make_unique<Flatten>("flatten"), {"twice"});
+  g.add(std::make_unique<Linear>("fc", 4 * 5 * 5, 3), {"flatten"});
+  Model twice("twice", std::move(g), shape, 3);
+  CHECK(twice.plan(4, Phase::kTrain).stats().shared_gradients == 0);
 }

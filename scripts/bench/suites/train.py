@@ -135,7 +135,8 @@ def run(args):
             ratio = paired(rt, pt, "images_per_s")
             ratio_plot[0].append(f"{item} np{np_}")
             ratio_plot[1].append(ratio)
-            t.add(w.model, w.precision, w.batch, w.steps, f"{describe(w.model, w.shape)['train_flops_per_image'] / 1e6:.2f}",
+            flops = describe(w.model, w.shape)["train_flops_per_image"]  # None without torch (graph models)
+            t.add(w.model, w.precision, w.batch, w.steps, "" if flops is None else f"{flops / 1e6:.2f}",
                   cell(values(rt, "images_per_s"), 0), cell(values(pt, "images_per_s"), 0), cell(ratio, 2),
                   cell(values(rt, "peak_rss_mb"), 0), cell(values(pt, "peak_rss_mb"), 0),
                   cell(paired(rt, pt, "peak_rss_mb"), 2), *([" / ".join(eff)] if np_ > 1 else []), vs32)
