@@ -126,6 +126,12 @@ ImageHeader read_jpeg_header(std::span<const std::uint8_t> bytes, const std::str
 
 DecodedImage decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& path, const DecodeRequest& request) {
   DecodedImage out;
+  decode_jpeg(bytes, path, request, out);
+  return out;
+}
+
+void decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& path, const DecodeRequest& request,
+                 DecodedImage& out) {
   std::vector<std::uint8_t> cmyk, tail;
   auto s = std::make_unique<JpegSession>();
   if (setjmp(s->jump)) throw std::runtime_error(failure(path, s->message));
@@ -143,6 +149,7 @@ DecodedImage decode_jpeg(std::span<const std::uint8_t> bytes, const std::string&
   cinfo.dct_method = JDCT_ISLOW;
   jpeg_start_decompress(&cinfo);
   out.channels = request.channels;
+  out.offset_x = out.offset_y = 0;
   out.source_width = static_cast<int>(cinfo.image_width);
   out.source_height = static_cast<int>(cinfo.image_height);
   out.full_width = static_cast<int>(cinfo.output_width);
@@ -180,7 +187,6 @@ DecodedImage decode_jpeg(std::span<const std::uint8_t> bytes, const std::string&
     cmyk_to_output(cmyk.data(), out.pixels.data(), static_cast<std::size_t>(out.width) * out.height, out.channels,
                    cinfo.saw_Adobe_marker != 0);
   }
-  return out;
 }
 
 }  // namespace ringtrain
