@@ -19,7 +19,7 @@ DecodedImage decode_jpeg(std::span<const std::uint8_t> bytes, const std::string&
 void decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& path, const DecodeRequest& request,
                  DecodedImage& out);
 
-// The DCT scale numerator N (of N/8) decode_jpeg uses: the smallest N in 1..8 with
+// The DCT scale numerator N (of N/8) decode_jpeg uses: the smallest N in 1, 2, 4, 8 with
 // ceil(width * N / 8) >= min_width and ceil(height * N / 8) >= min_height; 8 when both are 0.
 int jpeg_scale_numerator(int width, int height, int min_width, int min_height);
 
