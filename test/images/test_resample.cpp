@@ -89,8 +89,8 @@ TEST_CASE("resample_box equals the triangle filter computed in double", "[images
     double worst = 0.0;
     for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
     INFO("case " << n << ": " << k.w << "x" << k.h << "x" << k.channels << " -> " << k.out_w << "x" << k.out_h);
-    // One 8-bit step is 1 / (255 * std) >= 0.017 here; float sums stay far inside 1e-4 of it.
-    CHECK(worst < 1e-4);
+    // One 8-bit step is 1 / (255 * std) >= 0.017 here; the float sums were within 7e-7.
+    CHECK(worst < 1e-5);
     ++n;
   }
 }
