@@ -111,10 +111,30 @@ struct Scratch {
 };
 
 // Horizontal pass of one RGB row: out[3x + c] (and an ignored 4th float per pixel) for
-// x < out_w. `row` must have one readable byte past its last pixel.
+// x < out_w. `row` must have one readable byte past its last pixel. Four pixels at a time:
+// with one sum at a time every tap waited for the previous add (~4 cycles); four independent
+// sums overlap, and each keeps its own order, so the floats are the same.
 void horizontal_rgb(const std::uint8_t* row, const Taps& tx, int out_w, float* out) {
   const int n = tx.count;
-  for (int x = 0; x < out_w; ++x) {
+  int x = 0;
+  for (; x + 4 <= out_w; x += 4) {
+    const std::uint8_t* s[4];
+    for (int j = 0; j < 4; ++j) s[j] = row + static_cast<std::size_t>(tx.first[x + j]) * 3;
+    const float* w = tx.weights.data() + static_cast<std::size_t>(x) * n;
+    Float4 a0 = {0.0f, 0.0f, 0.0f, 0.0f}, a1 = a0, a2 = a0, a3 = a0;
+    for (int k = 0; k < n; ++k) {
+      a0 += w[k] * load_bytes4(s[0] + 3 * k);
+      a1 += w[n + k] * load_bytes4(s[1] + 3 * k);
+      a2 += w[2 * n + k] * load_bytes4(s[2] + 3 * k);
+      a3 += w[3 * n + k] * load_bytes4(s[3] + 3 * k);
+    }
+    // In order: each store's 4th float is overwritten by the next pixel's first.
+    store4(out + 3 * x, a0);
+    store4(out + 3 * x + 3, a1);
+    store4(out + 3 * x + 6, a2);
+    store4(out + 3 * x + 9, a3);
+  }
+  for (; x < out_w; ++x) {
     const std::uint8_t* s = row + static_cast<std::size_t>(tx.first[x]) * 3;
     const float* w = tx.weights.data() + static_cast<std::size_t>(x) * n;
     Float4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -151,20 +171,39 @@ Affine affine_of(const Normalisation& norm, int channels) {
 }
 
 // Vertical pass of output row y from the mid rows (stride floats apart), normalised,
-// flipped and written to the channel planes.
+// flipped and written to the channel planes; four pixels at a time as horizontal_rgb.
 void vertical_rgb(const float* rows, std::size_t stride, const float* w, int n, int out_w, bool flip, const Affine& a,
                   float* d0, std::size_t plane) {
   float* d1 = d0 + plane;
   float* d2 = d1 + plane;
-  for (int x = 0; x < out_w; ++x) {
-    const float* p = rows + 3 * static_cast<std::size_t>(x);
-    Float4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int k = 0; k < n; ++k) acc += w[k] * load4(p + k * stride);
+  const auto put = [&](int x, Float4 acc) {
     const Float4 v = acc * a.scale + a.bias;
     const int ox = flip ? out_w - 1 - x : x;
     d0[ox] = v[0];
     d1[ox] = v[1];
     d2[ox] = v[2];
+  };
+  int x = 0;
+  for (; x + 4 <= out_w; x += 4) {
+    const float* p = rows + 3 * static_cast<std::size_t>(x);
+    Float4 a0 = {0.0f, 0.0f, 0.0f, 0.0f}, a1 = a0, a2 = a0, a3 = a0;
+    for (int k = 0; k < n; ++k) {
+      const float* q = p + k * stride;
+      a0 += w[k] * load4(q);
+      a1 += w[k] * load4(q + 3);
+      a2 += w[k] * load4(q + 6);
+      a3 += w[k] * load4(q + 9);
+    }
+    put(x, a0);
+    put(x + 1, a1);
+    put(x + 2, a2);
+    put(x + 3, a3);
+  }
+  for (; x < out_w; ++x) {
+    const float* p = rows + 3 * static_cast<std::size_t>(x);
+    Float4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int k = 0; k < n; ++k) acc += w[k] * load4(p + k * stride);
+    put(x, acc);
   }
 }
 
