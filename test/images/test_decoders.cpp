@@ -205,5 +205,13 @@ TEST_CASE("Unreadable files are runtime errors naming them", "[images]") {
   CHECK_THROWS_WITH(read_image_file(dir.string()), Catch::Contains("is a directory"));
   write_bytes((dir / "a.png").string(), {1, 2, 3});
   CHECK(read_image_file((dir / "a.png").string()) == ImageBytes{1, 2, 3});
+  // Into a loader thread's buffer: a longer file's bytes before, an empty file's after.
+  std::vector<std::uint8_t> buffer(1000, 7);
+  read_image_file((dir / "a.png").string(), buffer);
+  CHECK(buffer == std::vector<std::uint8_t>{1, 2, 3});
+  write_bytes((dir / "empty.png").string(), {});
+  read_image_file((dir / "empty.png").string(), buffer);
+  CHECK(buffer.empty());
+  CHECK_THROWS_WITH(read_image_file(dir.string(), buffer), Catch::Contains("is a directory"));
   std::filesystem::remove_all(dir);
 }
