@@ -58,7 +58,7 @@ class BatchLoader {
   // finish into memory nobody reads.
   void clear();
   // Waits for the oldest batch and swaps its floats (N, C, H, W) and labels into src and
-  // labels (resized to fit). Rethrows the first error of its samples (by position), after
+  // labels (resized to fit); src's previous buffer is kept for a later request to fill. Rethrows the first error of its samples (by position), after
   // which the loader is cleared. Returns the seconds it waited.
   double take(std::vector<float>& src, std::vector<std::int32_t>& labels);
 
@@ -72,6 +72,7 @@ class BatchLoader {
   std::condition_variable work_;
   std::condition_variable done_;
   std::deque<std::shared_ptr<Batch>> queue_;
+  std::vector<std::vector<float>> spare_;  // batch buffers take() got back, for request() to reuse
   bool stop_ = false;
   double busy_seconds_ = 0.0;
   std::size_t samples_ = 0;

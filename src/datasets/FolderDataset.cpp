@@ -24,9 +24,15 @@ FolderDataset::FolderDataset(FolderListing listing, std::vector<FolderImageInfo>
 
 void FolderDataset::produce(std::size_t i, float* dst, std::uint64_t augment_key) const {
   const std::string& path = listing_.files[i].path;
+  // The file's bytes in a buffer of the thread's, reused from file to file.
+  thread_local std::vector<std::uint8_t> bytes;
   sampler_.produce(
       info_[i], i, augment_key,
-      [&path](const DecodeRequest& request) { return decode_image(read_image_file(path), path, request); }, path, dst);
+      [&path](const DecodeRequest& request, DecodedImage& image) {
+        read_image_file(path, bytes);
+        decode_image(bytes, path, request, image);
+      },
+      path, dst);
 }
 
 void FolderDataset::get(std::size_t i, float* dst) const { get_augmented(i, dst, 0); }

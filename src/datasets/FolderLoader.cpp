@@ -99,26 +99,16 @@ DatasetSplits load_folder_dataset(const DatasetConfig& config) {
   for (auto& e : val.bad) val_set->add_bad_image(std::move(e));
   DatasetSplits splits;
   splits.data_dir = config.data_dir;
-  if (config.normalize) {
-    std::vector<float> mean = config.norm_mean, std = config.norm_std;
-    if (mean.empty() != std.empty())
-      throw std::invalid_argument("normalisation: give both mean and std, or neither");
-    if (mean.empty() && channels == 3) {
-      mean.assign(std::begin(kImageNetMean), std::end(kImageNetMean));
-      std.assign(std::begin(kImageNetStd), std::end(kImageNetStd));
-    } else if (mean.empty()) {  // gray: computed from the training images, as the array sets do
-      const ChannelStats stats = train_set->channel_stats();
-      mean.assign(stats.mean.begin(), stats.mean.end());
-      std.assign(stats.std.begin(), stats.std.end());
-    }
-    train_set->set_normalization(mean, std);
-    val_set->set_normalization(mean, std);
-    splits.norm_mean = std::move(mean);
-    splits.norm_std = std::move(std);
-  }
-  train_set->set_augment(config.augment || config.crop.size > 0);
-  splits.train = std::move(train_set);
-  splits.test = std::move(val_set);
+  // RGB: ImageNet's statistics; gray: computed from the training images, as the array sets do.
+  finish_image_splits(config, std::move(train_set), std::move(val_set),
+                      [channels](const FolderDataset& set) {
+                        if (channels == 3)
+                          return ImageNormalisation{{std::begin(kImageNetMean), std::end(kImageNetMean)},
+                                                    {std::begin(kImageNetStd), std::end(kImageNetStd)}};
+                        const ChannelStats stats = set.channel_stats();
+                        return ImageNormalisation{{stats.mean.begin(), stats.mean.end()}, {stats.std.begin(), stats.std.end()}};
+                      },
+                      splits);
   return splits;
 }
 

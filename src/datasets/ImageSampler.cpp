@@ -64,8 +64,9 @@ DecodeRequest ImageSampler::request_for(const FolderImageInfo& info, const CropB
 void ImageSampler::produce(const FolderImageInfo& info, std::size_t i, std::uint64_t augment_key, const DecodeFn& decode,
                            const std::string& name, float* dst) const {
   const Normalisation norm{mean_, std_};
+  thread_local DecodedImage image;
   if (crop_.size == 0) {
-    const DecodedImage image = decode(request_for(info, nullptr));
+    decode(request_for(info, nullptr), image);
     if (image.width != shape_.width || image.height != shape_.height)
       throw std::runtime_error(fmt::format("{}: {}x{} pixels, expected {}x{} like the other images (or --crop SIZE)", name,
                                            image.width, image.height, shape_.width, shape_.height));
@@ -75,7 +76,7 @@ void ImageSampler::produce(const FolderImageInfo& info, std::size_t i, std::uint
   }
   const CropBox box = augment_ && augment_key != 0 ? random_resized_crop(info.width, info.height, crop_, crop_key(augment_key, i))
                                                    : centre_crop(info.width, info.height, crop_);
-  const DecodedImage image = decode(request_for(info, &box));
+  decode(request_for(info, &box), image);
   // The box in the decoded pixels: DCT-scaled, and relative to the region decoded.
   const double sx = static_cast<double>(image.full_width) / info.width;
   const double sy = static_cast<double>(image.full_height) / info.height;

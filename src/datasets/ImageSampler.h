@@ -30,8 +30,10 @@ class ImageSampler {
   // std::invalid_argument if it disagrees with crop/channels.
   ImageSampler(ImageShape shape, CropConfig crop, int channels, std::uint64_t max_pixels);
 
-  // Decodes the image as asked (a JPEG may honour the DCT scale and region; others decode whole).
-  using DecodeFn = std::function<DecodedImage(const DecodeRequest&)>;
+  // Decodes the image as asked into the DecodedImage given (a JPEG may honour the DCT scale
+  // and region; others decode whole). produce hands it the calling thread's image, so its
+  // buffers are reused from sample to sample.
+  using DecodeFn = std::function<void(const DecodeRequest&, DecodedImage&)>;
 
   // Sample i (its header `info`) as (C, H, W) floats: augmented when augment is on and
   // augment_key != 0, else the evaluation form. `name` names the image in errors.

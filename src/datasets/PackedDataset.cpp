@@ -16,27 +16,28 @@ PackedDataset::PackedDataset(std::unique_ptr<ShardReader> reader, ImageShape sha
     : reader_(std::move(reader)),
       sampler_(shape, crop, static_cast<int>(reader_->index().channels), max_pixels) {}
 
-DecodedImage PackedDataset::decode(std::size_t i, const DecodeRequest& request) const {
+void PackedDataset::decode(std::size_t i, const DecodeRequest& request, DecodedImage& image) const {
   // One buffer per thread: a record's bytes live only while its sample is made.
   thread_local std::vector<std::uint8_t> buffer;
   const std::span<const std::uint8_t> payload = reader_->read(i, buffer);
   const ShardRecord& r = reader_->record(i);
-  if (reader_->index().encoding == RecordEncoding::kJpeg)
-    return decode_image(payload, fmt::format("{} record {}", shard_file_path(reader_->dir(), reader_->split(), r.shard), i),
-                        request);
-  DecodedImage image;
+  if (reader_->index().encoding == RecordEncoding::kJpeg) {
+    decode_image(payload, fmt::format("{} record {}", shard_file_path(reader_->dir(), reader_->split(), r.shard), i),
+                 request, image);
+    return;
+  }
   image.width = image.source_width = image.full_width = static_cast<int>(r.width);
   image.height = image.source_height = image.full_height = static_cast<int>(r.height);
+  image.offset_x = image.offset_y = 0;
   image.channels = static_cast<int>(reader_->index().channels);
   image.pixels.assign(payload.begin(), payload.end());
-  return image;
 }
 
 void PackedDataset::get_augmented(std::size_t i, float* dst, std::uint64_t augment_key) const {
   const ShardRecord& r = reader_->record(i);
   const FolderImageInfo info{static_cast<int>(r.width), static_cast<int>(r.height), reader_->index().channels == 1};
   sampler_.produce(
-      info, i, augment_key, [&](const DecodeRequest& request) { return decode(i, request); },
+      info, i, augment_key, [&](const DecodeRequest& request, DecodedImage& image) { decode(i, request, image); },
       fmt::format("{} record {}", shard_file_path(reader_->dir(), reader_->split(), r.shard), i), dst);
 }
 
@@ -80,21 +81,10 @@ DatasetSplits load_packed_dataset(const DatasetConfig& config) {
   splits.data_dir = config.data_dir;
   auto train_set = std::make_unique<PackedDataset>(std::move(train), shape, config.crop, config.max_pixels);
   auto val_set = std::make_unique<PackedDataset>(std::move(val), shape, config.crop, config.max_pixels);
-  if (config.normalize) {
-    std::vector<float> mean = config.norm_mean, std = config.norm_std;
-    if (mean.empty() != std.empty()) throw std::invalid_argument("normalisation: give both mean and std, or neither");
-    if (mean.empty()) {  // the source data set's, as pack recorded it
-      mean = ix.norm_mean;
-      std = ix.norm_std;
-    }
-    train_set->set_normalization(mean, std);
-    val_set->set_normalization(mean, std);
-    splits.norm_mean = std::move(mean);
-    splits.norm_std = std::move(std);
-  }
-  train_set->set_augment(config.augment || config.crop.size > 0);
-  splits.train = std::move(train_set);
-  splits.test = std::move(val_set);
+  // The source data set's statistics, as pack recorded them.
+  const ImageNormalisation recorded{ix.norm_mean, ix.norm_std};
+  finish_image_splits(config, std::move(train_set), std::move(val_set),
+                      [&recorded](const PackedDataset&) { return recorded; }, splits);
   return splits;
 }
 

@@ -34,7 +34,7 @@ class PackedDataset final : public Dataset {
   const ShardReader& reader() const noexcept { return *reader_; }
 
   // Record i as 8-bit (H, W, C) pixels, checked (whole: no crop region).
-  DecodedImage decode(std::size_t i, const DecodeRequest& request) const;
+  void decode(std::size_t i, const DecodeRequest& request, DecodedImage& image) const;
 
  private:
   std::unique_ptr<ShardReader> reader_;

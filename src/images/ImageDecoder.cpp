@@ -9,12 +9,24 @@
 #include <memory>
 #include <stdexcept>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "images/JpegDecoder.h"
 #include "images/PngDecoder.h"
 
 namespace ringtrain {
+namespace {
+
+struct FileDescriptor {
+  int fd;
+  ~FileDescriptor() { ::close(fd); }
+};
+
+}  // namespace
 
 ImageFormat sniff_image_format(std::span<const std::uint8_t> bytes, const std::string& path) {
   static constexpr std::uint8_t kPng[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
@@ -44,7 +56,43 @@ DecodedImage decode_image(std::span<const std::uint8_t> bytes, const std::string
                                                               : decode_png(bytes, path, request);
 }
 
+void decode_image(std::span<const std::uint8_t> bytes, const std::string& path, const DecodeRequest& request,
+                  DecodedImage& out) {
+  if (request.channels != 1 && request.channels != 3)
+    throw std::invalid_argument(fmt::format("decode_image: channels must be 1 or 3, got {}", request.channels));
+  if (sniff_image_format(bytes, path) == ImageFormat::kJpeg)
+    decode_jpeg(bytes, path, request, out);
+  else
+    out = decode_png(bytes, path, request);
+}
+
+void read_image_file(const std::string& path, std::vector<std::uint8_t>& bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open ({}), expected a readable image file", path, std::strerror(errno)));
+  const FileDescriptor owner{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw std::runtime_error(fmt::format("{}: cannot stat ({}), expected a readable image file", path, std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw std::runtime_error(fmt::format("{}: is a directory, expected an image file", path));
+  // The size fstat gives, one read in the common case; a file that grew meanwhile is read on.
+  bytes.resize(std::max<std::size_t>(static_cast<std::size_t>(std::max<off_t>(st.st_size, 0)), 1));
+  std::size_t got = 0;
+  for (;;) {
+    if (got == bytes.size()) bytes.resize(bytes.size() * 2);
+    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error(fmt::format("{}: read error ({}), expected a readable image file", path, std::strerror(errno)));
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  bytes.resize(got);
+}
+
 std::vector<std::uint8_t> read_image_file(const std::string& path, std::size_t max_bytes) {
+  if (max_bytes == SIZE_MAX) {
+    std::vector<std::uint8_t> bytes;
+    read_image_file(path, bytes);
+    return bytes;
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw std::runtime_error(fmt::format("{}: is a directory, expected an image file", path));

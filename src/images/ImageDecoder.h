@@ -18,10 +18,16 @@ ImageFormat sniff_image_format(std::span<const std::uint8_t> bytes, const std::s
 
 ImageHeader read_image_header(std::span<const std::uint8_t> bytes, const std::string& path);
 DecodedImage decode_image(std::span<const std::uint8_t> bytes, const std::string& path, const DecodeRequest& request);
+// The same into `out`: a JPEG reuses out's pixel buffer (a loader thread's, so that no
+// image allocates); a PNG replaces it.
+void decode_image(std::span<const std::uint8_t> bytes, const std::string& path, const DecodeRequest& request,
+                  DecodedImage& out);
 
 // The whole file (or its first max_bytes), or std::runtime_error naming it (missing,
 // unreadable, a directory).
 std::vector<std::uint8_t> read_image_file(const std::string& path, std::size_t max_bytes = SIZE_MAX);
+// The whole file into `bytes` (its capacity reused): its size from fstat, then one read.
+void read_image_file(const std::string& path, std::vector<std::uint8_t>& bytes);
 
 // The header from the file's first 64 KiB, or from the whole file when the header runs past
 // them (large EXIF or ICC blocks). Throws as read_image_header.

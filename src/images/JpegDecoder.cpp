@@ -103,9 +103,14 @@ std::string failure(const std::string& path, const char* message) {
 
 }  // namespace
 
+// Powers of two only: libjpeg-turbo's 3/8 to 7/8 scales (and the 6/8 to 14/8 its 4:2:0
+// chroma then takes) run plain C IDCTs, while 8/8 is SIMD and 1/8 to 4/8 barely compute.
+// On 500x375 photos cropped to 224 (where the smallest N/8 was 5/8 to 7/8 for 60% of the
+// crops) decoding those at 8/8 saved more in the IDCT than the larger resampling cost: 2.2
+// against 2.4 ms of decoding, 0.7 against 0.6 ms of resampling (one thread, loaded machine).
 int jpeg_scale_numerator(int width, int height, int min_width, int min_height) {
   if (min_width <= 0 && min_height <= 0) return 8;
-  for (int n = 1; n < 8; ++n) {
+  for (int n = 1; n < 8; n *= 2) {
     const long w = (static_cast<long>(width) * n + 7) / 8, h = (static_cast<long>(height) * n + 7) / 8;
     if (w >= min_width && h >= min_height) return n;
   }
@@ -126,6 +131,12 @@ ImageHeader read_jpeg_header(std::span<const std::uint8_t> bytes, const std::str
 
 DecodedImage decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& path, const DecodeRequest& request) {
   DecodedImage out;
+  decode_jpeg(bytes, path, request, out);
+  return out;
+}
+
+void decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& path, const DecodeRequest& request,
+                 DecodedImage& out) {
   std::vector<std::uint8_t> cmyk, tail;
   auto s = std::make_unique<JpegSession>();
   if (setjmp(s->jump)) throw std::runtime_error(failure(path, s->message));
@@ -143,6 +154,7 @@ DecodedImage decode_jpeg(std::span<const std::uint8_t> bytes, const std::string&
   cinfo.dct_method = JDCT_ISLOW;
   jpeg_start_decompress(&cinfo);
   out.channels = request.channels;
+  out.offset_x = out.offset_y = 0;
   out.source_width = static_cast<int>(cinfo.image_width);
   out.source_height = static_cast<int>(cinfo.image_height);
   out.full_width = static_cast<int>(cinfo.output_width);
@@ -180,7 +192,6 @@ DecodedImage decode_jpeg(std::span<const std::uint8_t> bytes, const std::string&
     cmyk_to_output(cmyk.data(), out.pixels.data(), static_cast<std::size_t>(out.width) * out.height, out.channels,
                    cinfo.saw_Adobe_marker != 0);
   }
-  return out;
 }
 
 }  // namespace ringtrain

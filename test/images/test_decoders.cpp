@@ -117,7 +117,8 @@ TEST_CASE("JPEG gray, RGB and CMYK decode close to the written pixels", "[images
 
 TEST_CASE("JPEG DCT scaling decodes no more than the caller needs", "[images]") {
   CHECK(jpeg_scale_numerator(64, 48, 16, 12) == 2);
-  CHECK(jpeg_scale_numerator(64, 48, 17, 1) == 3);
+  CHECK(jpeg_scale_numerator(64, 48, 17, 1) == 4);  // 3/8 would do; only powers of two are asked for
+  CHECK(jpeg_scale_numerator(64, 48, 33, 1) == 8);
   CHECK(jpeg_scale_numerator(64, 48, 0, 0) == 8);  // nothing asked: full size
   CHECK(jpeg_scale_numerator(64, 48, 0, 6) == 1);
   CHECK(jpeg_scale_numerator(64, 48, 100, 1) == 8);
@@ -204,5 +205,13 @@ TEST_CASE("Unreadable files are runtime errors naming them", "[images]") {
   CHECK_THROWS_WITH(read_image_file(dir.string()), Catch::Contains("is a directory"));
   write_bytes((dir / "a.png").string(), {1, 2, 3});
   CHECK(read_image_file((dir / "a.png").string()) == ImageBytes{1, 2, 3});
+  // Into a loader thread's buffer: a longer file's bytes before, an empty file's after.
+  std::vector<std::uint8_t> buffer(1000, 7);
+  read_image_file((dir / "a.png").string(), buffer);
+  CHECK(buffer == std::vector<std::uint8_t>{1, 2, 3});
+  write_bytes((dir / "empty.png").string(), {});
+  read_image_file((dir / "empty.png").string(), buffer);
+  CHECK(buffer.empty());
+  CHECK_THROWS_WITH(read_image_file(dir.string(), buffer), Catch::Contains("is a directory"));
   std::filesystem::remove_all(dir);
 }
