@@ -282,16 +282,10 @@ TEST_CASE("bf16 backward-data weights reordered from the forward's copy equal th
   // A 32 -> 32 3x3 convolution: oneDNN's bf16 forward and backward-data want different blocked
   // weights (ABcd8b16a2b and ABcd8a16b2a on AVX512-BF16).
   using dnnl::memory;
-  using tag = memory::format_tag;
   auto& eng = DnnlContext::get().engine();
-  const auto bf16 = memory::data_type::bf16;
-  const memory::dims src{2, 32, 4, 4}, wd{32, 32, 3, 3}, one{1, 1};
-  const memory::desc src_any(src, bf16, tag::any), w_any(wd, bf16, tag::any);
-  const dnnl::convolution_forward::primitive_desc fwd_pd(
-      {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_any, w_any, src_any, one, one, one},
-      eng);
-  const dnnl::convolution_backward_data::primitive_desc bwd_pd(
-      {dnnl::algorithm::convolution_direct, src_any, w_any, src_any, one, one, one}, eng, fwd_pd);
+  const ConvPds pds = conv3x3_forward_and_backward_data(memory::data_type::bf16, 2, 32, 4);
+  const auto& fwd_pd = pds.fwd;
+  const auto& bwd_pd = pds.bwd_data;
   REQUIRE(fwd_pd.weights_desc() != bwd_pd.weights_desc());
 
   // Probes with every rounding case; the conv's 9216 weights cycle through them.

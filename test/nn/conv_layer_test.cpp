@@ -199,13 +199,10 @@ TEST_CASE("fp32 backward-data weights are reordered from the forward's blocked c
   using dnnl::memory;
   auto& eng = DnnlContext::get().engine();
   const auto f32 = memory::data_type::f32;
-  const memory::dims src{2, 16, 8, 8}, wd{16, 16, 3, 3}, one{1, 1};
-  const memory::desc src_any(src, f32, tag::any), w_any(wd, f32, tag::any);
-  const dnnl::convolution_forward::primitive_desc fwd_pd(
-      {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_any, w_any, src_any, one, one, one},
-      eng);
-  const dnnl::convolution_backward_data::primitive_desc bwd_pd(
-      {dnnl::algorithm::convolution_direct, src_any, w_any, src_any, one, one, one}, eng, fwd_pd);
+  const memory::dims wd{16, 16, 3, 3};
+  const ConvPds pds = conv3x3_forward_and_backward_data(f32, 2, 16, 8);
+  const auto& fwd_pd = pds.fwd;
+  const auto& bwd_pd = pds.bwd_data;
   REQUIRE(fwd_pd.weights_desc() != bwd_pd.weights_desc());
 
   std::vector<float> w = random_floats(16 * 16 * 9, 21), g(w.size());

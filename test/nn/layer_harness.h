@@ -21,6 +21,28 @@ namespace ringtrain::test {
 using Vec = std::vector<double>;
 using RefForward = std::function<Vec(const Vec& x, const std::vector<Vec>& params)>;
 
+// The forward and backward-data primitive descriptors of a channels -> channels 3x3
+// convolution (stride 1, padding 1) on batch x channels x side x side, every layout left to
+// oneDNN (`any`): tests of the weight copies between the two layouts the primitives pick.
+struct ConvPds {
+  dnnl::convolution_forward::primitive_desc fwd;
+  dnnl::convolution_backward_data::primitive_desc bwd_data;
+};
+
+inline ConvPds conv3x3_forward_and_backward_data(dnnl::memory::data_type type, dnnl::memory::dim batch,
+                                                 dnnl::memory::dim channels, dnnl::memory::dim side) {
+  using dnnl::memory;
+  auto& eng = DnnlContext::get().engine();
+  const memory::dims src{batch, channels, side, side}, wd{channels, channels, 3, 3}, one{1, 1};
+  const memory::desc src_any(src, type, memory::format_tag::any), w_any(wd, type, memory::format_tag::any);
+  dnnl::convolution_forward::primitive_desc fwd(
+      {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_any, w_any, src_any, one, one, one},
+      eng);
+  dnnl::convolution_backward_data::primitive_desc bwd(
+      {dnnl::algorithm::convolution_direct, src_any, w_any, src_any, one, one, one}, eng, fwd);
+  return {fwd, bwd};
+}
+
 inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float lo = -1.f, float hi = 1.f) {
   Rng rng(seed);
   std::vector<float> v(n);
