@@ -5,7 +5,8 @@ DataLoader (DistributedSampler, worker processes), on ringtrain's recipe: the sa
 (resnet20 below, written to match ringtrain's layer for layer; torchvision's resnet18/50),
 initialisation, SGD with momentum and weight decay on conv/linear weights only, the per-step
 cosine schedule, RandomResizedCrop + flip for training and resize to SIZE/0.875 + centre crop
-for evaluation. Prints one JSON line from rank 0.
+for evaluation. Prints one JSON line from rank 0; when it evaluates, its "curve" lists the seconds
+since training started and the test accuracy after each epoch.
 
 Modes: --target-accuracy T evaluates after every epoch and stops once the test accuracy
 reaches T (time to accuracy); --steps N times N steps after --warmup (throughput, no
@@ -157,7 +158,7 @@ def train(args, rank=0, world=1):
     dl = U.DataLoader(train_set, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers,
                       drop_last=True, persistent_workers=args.workers > 0)
     per_epoch, total = len(dl), args.warmup + args.steps if args.steps else None
-    out = {"steps": 0, "data_s": 0.0, "time_to_target_s": None, "final_test_accuracy": None}
+    out = {"steps": 0, "data_s": 0.0, "time_to_target_s": None, "final_test_accuracy": None, "curve": []}
     t0 = timed_from = time.perf_counter()
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
@@ -186,6 +187,7 @@ def train(args, rank=0, world=1):
                 break
             continue
         out["final_test_accuracy"] = evaluate(args, model, val_set, rank, world)
+        out["curve"].append([round(time.perf_counter() - t0, 3), out["final_test_accuracy"]])
         if args.target_accuracy and out["final_test_accuracy"] >= args.target_accuracy:
             out["time_to_target_s"] = time.perf_counter() - t0
             break
@@ -207,7 +209,7 @@ def record(args, ranks, world):
             "data_wait_share": max(r["data_s"] for r in ranks) / max(timed, 1e-9),
             "peak_rss_mb": max(r["peak_rss_mb"] for r in ranks),
             **{k: r0[k] for k in ("steps", "epochs_completed", "train_s", "time_to_target_s", "final_test_accuracy",
-                                   "loss")}}
+                                   "loss", "curve")}}
 
 
 def param_count(args):

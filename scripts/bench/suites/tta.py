@@ -14,13 +14,15 @@ written layer for layer as ringtrain's (the parameter counts are checked equal f
 from launch to exit (what a user waits for: start-up, data scan, training and evaluations),
 the training time to the target as each side measures it, epochs and accuracy, the share of
 training spent waiting for batches, and the paired ratios ringtrain / PyTorch. A side that
-misses the target gets no ratio.
+misses the target gets no ratio there; the lines under the table compare, from each side's
+per-epoch test accuracy, the training time to the best accuracy both sides reached.
 --no-peer: ringtrain alone (no torch needed); --dry-run: the commands only.
 
   bench.py tta --rounds 3 --out tta/ --plot tta/ratio.png            # host and 2 nodes, fp32
   bench.py tta --where nodes --precision fp32,bf16                   # bf16: native-bf16 CPUs
   bench.py tta --train-images 2048 --val-images 512 --epochs 2 --target 0.5 --rounds 1   # a try-out
 """
+import csv
 import os
 import subprocess
 import tempfile
@@ -81,13 +83,13 @@ def run(args):
             got, wall = recipe.run_peer(where, recipe.peer_argv(precision, target))
             return {"wall_s": wall, "train_s_to_target": got.get("time_to_target_s"), "accuracy": got.get(
                 "final_test_accuracy"), "epochs": got.get("epochs_completed"), "peak_rss_mb": got.get("peak_rss_mb"),
-                    "data_share": got.get("data_wait_share")}
+                        "data_share": got.get("data_wait_share"), "curve": curve_text(got.get("curve") or [])}
         run_dir = os.path.join(tmp, f"{where}-{precision}-r{rnd}")
         s, wall = recipe.run_ringtrain(where, ringtrain_argv(where, precision, run_dir), run_dir)
         return {"wall_s": wall, "train_s_to_target": s.get("time_to_target_s"), "accuracy":
                 s.get("final_test_accuracy"), "epochs": s.get("epochs_completed"),
                 "peak_rss_mb": max((r.get("peak_rss_mb") or 0 for r in s.get("ranks") or []), default=None),
-                "data_share": rundata.phase_share(s, "data")}
+                "data_share": rundata.phase_share(s, "data"), "curve": curve_text(metrics_curve(run_dir))}
 
     names = [f"{w} {x}" for w, x in items]
     with tempfile.TemporaryDirectory(prefix="bench-tta-") as tmp:
@@ -97,6 +99,33 @@ def run(args):
         else:
             results = interleave(args.rounds, names, sides, measure)
     return report(args, results, names, sides, params, load_before)
+
+
+def metrics_curve(run_dir):
+    """[seconds since training started, test accuracy] after each epoch, from ringtrain's metrics.csv."""
+    with open(os.path.join(run_dir, "metrics.csv")) as f:
+        return [[float(r["elapsed_s"]), float(r["test_accuracy"])] for r in csv.DictReader(f) if r["test_accuracy"]]
+
+
+def curve_text(points):  # "s:accuracy s:accuracy ...", one cell of results.csv
+    return " ".join(f"{t:.1f}:{a:.4f}" for t, a in points)
+
+
+def first_at(curve, level):
+    """Seconds to the first epoch whose test accuracy is >= level, from a curve_text."""
+    return next((float(t) for t, a in (p.split(":") for p in curve.split()) if float(a) >= level), None)
+
+
+def common_level(a, b):
+    """Each round's (level, a's seconds, b's seconds) to the best accuracy both runs reached:
+    the time-to-accuracy comparison that still exists when one side or both miss the target."""
+    best = lambda r: max((float(p.split(":")[1]) for p in r.get("curve", "").split()), default=None)  # noqa: E731
+    out = []
+    for x, y in zip(a, b):
+        if best(x) is not None and best(y) is not None:
+            level = min(best(x), best(y))
+            out.append((level, first_at(x["curve"], level), first_at(y["curve"], level)))
+    return out
 
 
 def reached(runs):
@@ -137,5 +166,10 @@ def report(args, results, names, sides, params, load_before):
              f"DataLoader worker(s) per rank; nodes: {args.np} emulated at {args.link_rate}, MTU {args.mtu}; "
              f"parameters {params if params else 'not compared (no peer)'}; {args.rounds} interleaved rounds, "
              f"medians [min-max]; {args.bin}")
-    emit(args, "\n".join([conditions(where, load_before), "", t.markdown()]), flat(results))
+    lines = [f"- {item}, round {i + 1}: both reached {level:.4f}; training time to it ringtrain {a:.1f} s, "
+             f"PyTorch {b:.1f} s, ratio {a / b:.2f}" for item in names if "pytorch" in sides
+             for i, (level, a, b) in enumerate(common_level(results[(item, "ringtrain")], results[(item, "pytorch")]))]
+    common = ["", "Time to the best test accuracy both sides reached (from each side's per-epoch curve, "
+              "seconds since its training started):", *lines] if lines else []
+    emit(args, "\n".join([conditions(where, load_before), "", t.markdown(), *common]), flat(results))
     return 0
