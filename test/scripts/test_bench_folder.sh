@@ -55,6 +55,18 @@ r = rows[0]
 assert 0 < float(r["train_s_to_target"]) <= float(r["wall_s"]), r
 assert r["epochs"] == "1" and 0.001 <= float(r["accuracy"]) <= 1, r
 assert 0 <= float(r["data_share"]) < 1, r
+t, a = r["curve"].split(":")  # one epoch: one point of the per-epoch curve, at the final accuracy
+assert 0 < float(t) <= float(r["wall_s"]) and abs(float(a) - float(r["accuracy"])) < 1e-4, r
+PY
+
+# The comparison a missed target leaves: each round's time to the best accuracy both sides
+# reached, from their per-epoch curves ("seconds:accuracy" points).
+PYTHONPATH="$here/../../scripts/bench" /usr/bin/python3 - <<'PY' || fail "tta common_level"
+from suites.tta import common_level
+rt = [{"curve": "100.0:0.8000 200.0:0.9100 300.0:0.9187"}, {"curve": ""}]
+pt = [{"curve": "150.0:0.8500 320.0:0.9120 480.0:0.9130"}, {"curve": "90.0:0.5000"}]
+got = common_level(rt, pt)  # round 1: both reached 0.913, at 300 s and 480 s; round 2: no ringtrain curve
+assert got == [(0.913, 300.0, 480.0)], got
 PY
 
 # Throughput, ringtrain alone (--no-peer) on 2 ranks: images/s and the data wait share.
