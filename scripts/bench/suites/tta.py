@@ -83,7 +83,7 @@ def run(args):
             got, wall = recipe.run_peer(where, recipe.peer_argv(precision, target))
             return {"wall_s": wall, "train_s_to_target": got.get("time_to_target_s"), "accuracy": got.get(
                 "final_test_accuracy"), "epochs": got.get("epochs_completed"), "peak_rss_mb": got.get("peak_rss_mb"),
-                        "data_share": got.get("data_wait_share"), "curve": curve_text(got.get("curve") or [])}
+                    "data_share": got.get("data_wait_share"), "curve": curve_text(got.get("curve") or [])}
         run_dir = os.path.join(tmp, f"{where}-{precision}-r{rnd}")
         s, wall = recipe.run_ringtrain(where, ringtrain_argv(where, precision, run_dir), run_dir)
         return {"wall_s": wall, "train_s_to_target": s.get("time_to_target_s"), "accuracy":
