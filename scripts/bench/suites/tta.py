@@ -22,7 +22,6 @@ per-epoch test accuracy, the training time to the best accuracy both sides reach
   bench.py tta --where nodes --precision fp32,bf16                   # bf16: native-bf16 CPUs
   bench.py tta --train-images 2048 --val-images 512 --epochs 2 --target 0.5 --rounds 1   # a try-out
 """
-import csv
 import os
 import subprocess
 import tempfile
@@ -103,8 +102,9 @@ def run(args):
 
 def metrics_curve(run_dir):
     """[seconds since training started, test accuracy] after each epoch, from ringtrain's metrics.csv."""
-    with open(os.path.join(run_dir, "metrics.csv")) as f:
-        return [[float(r["elapsed_s"]), float(r["test_accuracy"])] for r in csv.DictReader(f) if r["test_accuracy"]]
+    rows = rundata.Run(run_dir).epoch_series()
+    return [[float(r["elapsed_s"]), float(r["test_accuracy"])] for r in rows
+            if r.get("test_accuracy") is not None and r.get("elapsed_s") is not None]
 
 
 def curve_text(points):  # "s:accuracy s:accuracy ...", one cell of results.csv
