@@ -32,9 +32,9 @@ inline void write_png(const std::filesystem::path& path, const std::vector<std::
 }
 
 inline void write_jpeg(const std::filesystem::path& path, const std::vector<std::uint8_t>& pixels, int w, int h,
-                       int channels) {
+                       int channels, int quality = 95) {
   std::filesystem::create_directories(path.parent_path());
-  write_bytes(path.string(), encode_jpeg(pixels, w, h, channels == 1 ? JCS_GRAYSCALE : JCS_RGB));
+  write_bytes(path.string(), encode_jpeg(pixels, w, h, channels == 1 ? JCS_GRAYSCALE : JCS_RGB, quality));
 }
 
 // DIR/<split>/c<k>/img<i>.png: `per_class` ramps of w x h for each of `classes` classes.

@@ -5,15 +5,25 @@
 //   make_image_folder photos DIR TRAIN VAL [WxH]   RGB JPEGs of 4 classes, sizes 48-160, varied
 //                                                  content; with WxH sizes W..1.2W x H..1.2H and
 //                                                  grain, so files and decode cost are photo-like
+//   make_image_folder real DIR TRAIN VAL WxH PHOTO...
+//                                                  one class per photograph (named after its
+//                                                  file): crops of 50-100% of its area at
+//                                                  W..1.2W x H..1.2H (portrait one in four),
+//                                                  mirrored half the time, JPEG quality 90
 // DIR/train/<class>/*.{png,jpg} and DIR/val/<class>/...
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "datasets/ImageDataset.h"
+#include "images/CropBox.h"
+#include "images/ImageDecoder.h"
+#include "images/Resample.h"
 #include "datasets/folder_test_util.h"
 
 using namespace ringtrain;
@@ -51,6 +61,37 @@ void photos(const std::filesystem::path& dir, const char* split, int count, int 
   }
 }
 
+// Real photographs' content (what the entropy decoder and the resampler see in a collection
+// of photos) at ImageNet-like sizes: each output a different crop of one of a few sources.
+void real(const std::filesystem::path& dir, const char* split, int count, int salt, Size size,
+          const std::vector<std::filesystem::path>& sources) {
+  std::vector<DecodedImage> images;
+  for (const auto& src : sources) images.push_back(decode_image(read_image_file(src.string()), src.string(), {}));
+  const float mean[3] = {0.0f, 0.0f, 0.0f}, std[3] = {1.0f / 255, 1.0f / 255, 1.0f / 255};  // floats 0..255
+  std::vector<float> planar;
+  std::vector<std::uint8_t> px;
+  for (int i = 0; i < count; ++i) {
+    const int label = i % static_cast<int>(sources.size());
+    int w = size.w + (i * 37 + salt) % (size.w / 5 + 1), h = size.h + (i * 53 + salt) % (size.h / 5 + 1);
+    if ((i / static_cast<int>(sources.size()) + salt) % 4 == 3) std::swap(w, h);
+    CropConfig crop;
+    crop.size = 1;
+    crop.scale_min = 0.5;
+    crop.ratio_min = crop.ratio_max = static_cast<double>(w) / h;
+    const DecodedImage& image = images[static_cast<std::size_t>(label)];
+    const CropBox box = random_resized_crop(image.width, image.height, crop, 0x9e3779b97f4a7c15ull * (i + 1) + salt);
+    planar.resize(static_cast<std::size_t>(w) * h * 3);
+    resample_box(image, box, w, h, {mean, std}, planar.data());
+    px.resize(planar.size());
+    const std::size_t plane = static_cast<std::size_t>(w) * h;
+    for (std::size_t p = 0; p < plane; ++p)
+      for (std::size_t c = 0; c < 3; ++c)
+        px[p * 3 + c] = static_cast<std::uint8_t>(std::clamp(std::lround(planar[c * plane + p]), 0L, 255L));
+    write_jpeg(dir / split / sources[static_cast<std::size_t>(label)].stem() / fmt::format("img{:07}.jpg", i), px, w, h, 3,
+               90);
+  }
+}
+
 Size parse_size(const std::string& text) {
   Size s;
   if (std::sscanf(text.c_str(), "%dx%d", &s.w, &s.h) != 2 || s.w < 16 || s.h < 16 || s.w > 8192 || s.h > 8192)
@@ -69,8 +110,8 @@ int count_arg(const char* text, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5 && argc != 6) {
-    std::fprintf(stderr, "usage: make_image_folder fashion|photos DIR TRAIN VAL [WxH (photos)]\n");
+  if (argc < 5 || (argc > 6 && std::string(argv[1]) != "real")) {
+    std::fprintf(stderr, "usage: make_image_folder fashion|photos|real DIR TRAIN VAL [WxH (photos, real)] [PHOTO... (real)]\n");
     return 2;
   }
   try {
@@ -88,8 +129,13 @@ int main(int argc, char** argv) {
       const Size size = argc == 6 ? parse_size(argv[5]) : Size{};
       photos(dir, "train", train, 0, size);
       photos(dir, "val", val, 7, size);
+    } else if (kind == "real" && argc >= 7) {
+      const std::vector<std::filesystem::path> sources(argv + 6, argv + argc);
+      real(dir, "train", train, 0, parse_size(argv[5]), sources);
+      real(dir, "val", val, 7, parse_size(argv[5]), sources);
     } else {
-      std::fprintf(stderr, "make_image_folder: unknown kind '%s' (fashion DIR TRAIN VAL, or photos DIR TRAIN VAL [WxH])\n",
+      std::fprintf(stderr, "make_image_folder: unknown kind '%s' (fashion DIR TRAIN VAL, photos DIR TRAIN VAL [WxH], "
+                   "or real DIR TRAIN VAL WxH PHOTO...)\n",
                    kind.c_str());
       return 2;
     }

@@ -71,10 +71,35 @@ PY
 
 # Throughput, ringtrain alone (--no-peer) on 2 ranks: images/s and the data wait share.
 /usr/bin/python3 "$here/../../scripts/bench/bench.py" throughput --where host --no-peer --bin "$bin" \
-  --data-dir "$tmp/ph" --train-images 16 --val-images 4 --models resnet18 --size 32 --batch 2 --steps 2 --warmup 1 \
+  --data-dir "$tmp/ph" --photos synthetic --train-images 16 --val-images 4 --models resnet18 --size 32 --batch 2 --steps 2 --warmup 1 \
   --rounds 1 --out "$tmp/thr" > "$tmp/thr.log" 2>&1 || fail "throughput ringtrain alone: $(tail -5 "$tmp/thr.log")"
 [[ $(find "$tmp/ph/train" -name '*.jpg' | wc -l) == 16 ]] || fail "the photo folder should hold 16 training JPEGs"
 grep -qE '^\| resnet18 \| host \| fp32 \| ringtrain \| [0-9.]+ \|  \| [0-9.]+ \|' "$tmp/thr/report.md" ||
   fail "throughput report row: $(grep ringtrain "$tmp/thr/report.md")"
+
+# make_image_folder real: crops of the given photographs, one class each named after its file,
+# W..1.2W x H..1.2H with one in four per class portrait; ringtrain reads the folder.
+"$2" real "$tmp/re" 8 2 64x48 "$tmp/ph/train/class0/img0000000.jpg" "$tmp/ph/train/class1/img0000001.jpg" > /dev/null ||
+  fail "make_image_folder real failed"
+[[ $(ls "$tmp/re/train") == $'img0000000\nimg0000001' ]] || fail "real: classes should be the photos' names: $(ls "$tmp/re/train")"
+[[ $(find "$tmp/re/train" -name '*.jpg' | wc -l) == 8 && $(find "$tmp/re/val" -name '*.jpg' | wc -l) == 2 ]] ||
+  fail "real: expected 8 training and 2 validation JPEGs"
+"$bin" datasets --dataset folder --data-dir "$tmp/re" --crop random-resized:32 --time > "$tmp/re.log" 2>&1 || fail "real folder unreadable: $(tail -3 "$tmp/re.log")"
+/usr/bin/python3 - "$tmp/re" <<'PY' || fail "real: sizes"
+import struct, sys, glob
+def size(path):  # (w, h) from the JPEG's SOF marker
+    b = open(path, "rb").read()
+    i = 2
+    while i < len(b):
+        marker, length = b[i + 1], struct.unpack(">H", b[i + 2:i + 4])[0]
+        if marker in (0xC0, 0xC1, 0xC2):
+            h, w = struct.unpack(">HH", b[i + 5:i + 9])
+            return w, h
+        i += 2 + length
+sizes = sorted(size(p) for p in glob.glob(sys.argv[1] + "/train/*/*.jpg"))
+land = [(w, h) for w, h in sizes if w > h]
+assert all(64 <= w <= 76 and 48 <= h <= 57 for w, h in land), sizes
+assert len(land) == 6 and all(48 <= w <= 57 and 64 <= h <= 76 for w, h in sizes if w < h), sizes
+PY
 
 finish test_bench_folder "$tmp/tta.log"

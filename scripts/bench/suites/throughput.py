@@ -1,11 +1,11 @@
 """Training throughput at ImageNet shape from a folder of JPEGs: ringtrain against DDP + DataLoader.
 
 resnet18 and resnet50 (--models) at 224x224, random-resized crops (0.08-1) and flips, from a
-folder of photo-sized JPEGs. Debian ships no collection of photographs in class folders (its
-wallpaper packages hold a few dozen desktop backgrounds), so unless --data-dir names a folder,
-build/test/images/make_image_folder writes synthetic RGB JPEGs of 4 classes at 500x375 to
-600x450 with grain (about 170-220 KB each, heavier than ImageNet's ~110 KB average) into
-data/bench/ once. --dataset packed: ringtrain reads --packed-dir (packed shards of the same
+folder of photo-sized JPEGs. Unless --data-dir names a folder, build/test/images/make_image_folder
+writes one into data/bench/ once, at 500x375 to 600x450, quality 90: with --photos real (the
+default), crops of the nine colour photographs in Debian 12's python3-skimage, python3-sklearn
+and python-matplotlib-data, one class each (~55 KB a file; ImageNet's average is ~110 KB); with
+--photos synthetic, RGB ramps of 4 classes with grain (~170-220 KB). --dataset packed: ringtrain reads --packed-dir (packed shards of the same
 folder), PyTorch the folder. Both sides train --warmup then --steps timed steps with the recipe
 of benchlib/folder_runs.py (no evaluation in the window); reported: global images/s (ringtrain:
 rank 0's step records after the warm-up; PyTorch: the slowest rank's timed loop), the share
@@ -35,14 +35,17 @@ def add_arguments(p):
     p.add_argument("--train-images", type=int, default=1024, help="when writing the folder (16 steps of 32 x 2)")
     p.add_argument("--val-images", type=int, default=64)
     p.add_argument("--photo-size", default="500x375", help="smallest WxH of the written JPEGs (up to 1.2x)")
+    p.add_argument("--photos", choices=("real", "synthetic"), default="real",
+                   help="the written folder: crops of Debian's photographs, or ramps with grain")
     add_options(p, rounds=3)
 
 
 def run(args):
+    kind = "real" if args.photos == "real" else "photos"
     if args.data_dir is None:
-        args.data_dir = folders.default_dir("photos", args.train_images, args.val_images, args.photo_size)
+        args.data_dir = folders.default_dir(kind, args.train_images, args.val_images, args.photo_size)
     recipe = folder_runs.Recipe(args, 3)
-    folders.ensure("photos", args.data_dir, args.train_images, args.val_images, args.photo_size, args.dry_run)
+    folders.ensure(kind, args.data_dir, args.train_images, args.val_images, args.photo_size, args.dry_run)
     models = [m for m in args.models.split(",") if m]
     n_train = folders.describe(args.data_dir)[0] if not args.dry_run else args.train_images
     per_epoch = n_train // (args.batch * args.np)
