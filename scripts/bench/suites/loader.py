@@ -9,8 +9,8 @@ ratios are taken within each round: folder / torchvision and packed / folder, pe
 500x375 to 600x450, quality 90, are written once to data/bench/: with --photos real (the
 default), crops of the nine colour photographs Debian 12's python3-skimage, python3-sklearn and
 python-matplotlib-data ship, one class each (make_image_folder real); with --photos synthetic,
-ramps with grain (make_image_folder photos), whose files are ~4x larger and decode ~3x slower
-than the real ones. An epoch of a few thousand images keeps the start-up and the first epoch's
+ramps with grain (make_image_folder photos), whose files are ~4x larger (~220 against ~54 KB)
+and costlier to entropy-decode. An epoch of a few thousand images keeps the start-up and the first epoch's
 page faults on fresh batch buffers out of the thread ratio.
 
 --rss-gb G measures the memory target instead: raw 256x256 RGB records written as shards of G GB

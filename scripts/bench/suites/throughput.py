@@ -5,8 +5,8 @@ folder of photo-sized JPEGs. Unless --data-dir names a folder, build/test/images
 writes one into data/bench/ once, at 500x375 to 600x450, quality 90: with --photos real (the
 default), crops of the nine colour photographs in Debian 12's python3-skimage, python3-sklearn
 and python-matplotlib-data, one class each (~55 KB a file; ImageNet's average is ~110 KB); with
---photos synthetic, RGB ramps of 4 classes with grain (~170-220 KB). --dataset packed: ringtrain reads --packed-dir (packed shards of the same
-folder), PyTorch the folder. Both sides train --warmup then --steps timed steps with the recipe
+--photos synthetic, RGB ramps of 4 classes with grain (~170-220 KB). --dataset packed:
+ringtrain reads --packed-dir (packed shards of the same folder), PyTorch the folder. Both sides train --warmup then --steps timed steps with the recipe
 of benchlib/folder_runs.py (no evaluation in the window); reported: global images/s (ringtrain:
 rank 0's step records after the warm-up; PyTorch: the slowest rank's timed loop), the share
 of the step spent waiting for data, and the paired ratio ringtrain / PyTorch. --where host:
