@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
       const Size size = argc == 6 ? parse_size(argv[5]) : Size{};
       photos(dir, "train", train, 0, size);
       photos(dir, "val", val, 7, size);
-    } else if (kind == "real" && argc >= 7) {
+    } else if (kind == "real") {
+      if (argc < 7) throw std::invalid_argument("real: expected WxH and at least one PHOTO after TRAIN VAL");
       const std::vector<std::filesystem::path> sources(argv + 6, argv + argc);
       real(dir, "train", train, 0, parse_size(argv[5]), sources);
       real(dir, "val", val, 7, parse_size(argv[5]), sources);
