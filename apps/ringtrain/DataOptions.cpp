@@ -20,9 +20,10 @@ void DataOptions::add(CLI::App& sub, DatasetConfig& data) {
                  "Directory holding the dataset's files (default for fashion-mnist: "
                  "/usr/share/datasets/fashion-mnist)");
   sub.add_option("--synthetic-shape", synthetic_shape_, "Synthetic data: sample shape CxHxW")->capture_default_str();
+  // Labels are one byte, as in every dataset reader (ImageDataset holds at most 256 classes).
   sub.add_option("--synthetic-classes", data.synthetic_classes, "Synthetic data: classes")
       ->capture_default_str()
-      ->check(from_to(2, 100000));
+      ->check(from_to(2, 256));
   sub.add_option("--synthetic-train", data.synthetic_train, "Synthetic data: training samples")
       ->capture_default_str()
       ->check(at_least(1));

@@ -81,14 +81,15 @@ case_usage() {
   # Bounds read as a person writes them, in --help and in the usage error (CLI11's own Range
   # printed a double's limits: "Value -3 not in range 0.000000 to 1797693..."), also through a
   # config file; a value that is no number says so.
-  for want in "--stall-timeout FLOAT:(>= 0)=600" "--servers INT:(>= 1)=1" "--synthetic-classes INT:(from 2 to 100000)=10"; do
+  for want in "--stall-timeout FLOAT:(>= 0)=600" "--servers INT:(>= 1)=1" "--synthetic-classes INT:(from 2 to 256)=10"; do
     grep -qF -- "$want" "$work/help" || fail "train --help lacks '$want'"
   done
   ! grep -qE '0\.000000|[0-9]{20}' "$work/help" || fail "train --help shows a double's limits"
   for args in "--stall-timeout -3|--stall-timeout: must be >= 0 (got -3)" \
               "--stall-timeout x|--stall-timeout: must be a number >= 0 (got 'x')" \
               "--mode async --servers 0|--servers: must be >= 1 (got 0)" \
-              "--synthetic-classes 1|--synthetic-classes: must be from 2 to 100000 (got 1)"; do
+              "--synthetic-classes 1|--synthetic-classes: must be from 2 to 256 (got 1)" \
+              "--synthetic-classes 1000|--synthetic-classes: must be from 2 to 256 (got 1000)"; do
     read -ra flags <<<"${args%%|*}"
     "$bin" train "${flags[@]}" > "$work/log" 2>&1; code=$?
     [[ $code -eq 2 ]] && grep -qxF "ringtrain: usage error: ${args#*|}" "$work/log" \
