@@ -37,6 +37,14 @@ def cell(vals, digits=1, scale=1.0):
     return med if len(vals) == 1 else f"{med} [{f(min(vals))}-{f(max(vals))}]"
 
 
+def rate(vals):
+    """cell() of a rate with three significant figures or more: 2.57, 21.6, 1,483."""
+    if not vals:
+        return ""
+    med = statistics.median(vals)
+    return cell(vals, 2 if med < 10 else 1 if med < 100 else 0)
+
+
 def add_options(p, rounds=3):
     p.add_argument("--rounds", type=int, default=rounds, help="interleaved rounds (ABBA)")
     p.add_argument("--out", metavar="DIR", help="also write DIR/report.md and DIR/results.csv (every run)")

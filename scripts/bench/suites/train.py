@@ -10,6 +10,9 @@ ringtrain --precision bf16 against PyTorch under torch.autocast("cpu", dtype=tor
 The sides run interleaved in every round (ABBA); ratios are paired within each round:
 medians [min-max]. ringtrain's images/s: rank 0's step records after the warm-up.
 Without the peer (Debian's python3-torch, see --install-peer) ringtrain's figures alone.
+"% of peak": a rank's training FLOP rate (the table's MFLOP/img, which needs the peer for graph
+models) over one core's peak, the best of oneDNN's one-thread sgemm (apps/peak_gflops) run before
+and after the rounds; fp32 rows only.
 
   bench.py train --models logreg,lenet5,mlp,vgg11                 # np 1, 1 thread
   bench.py train --models lenet5,mlp,vgg11 --np 2                 # and np 2 against DDP (gloo)
@@ -25,8 +28,8 @@ import tempfile
 
 from benchlib import peer, plot, ringtrain
 from benchlib.cluster import host_launch
-from benchlib.proc import check, last_json, load
-from benchlib.rounds import add_options, cell, flat, interleave, paired, values
+from benchlib.proc import app, check, last_json, load, log
+from benchlib.rounds import add_options, cell, flat, interleave, paired, rate, values
 from benchlib.table import Table, conditions, emit
 from benchlib.torch_peer import NATURAL_SHAPE, describe
 
@@ -53,8 +56,10 @@ def add_arguments(p, models="logreg,mlp,lenet5"):
     p.add_argument("--bin", default=ringtrain.default_bin())
     add_options(p)
     peer.add_options(p)
-    if models.startswith("logreg"):
+    if models.startswith("logreg"):  # this suite's own options, not train-nodes'
         p.add_argument("--np", type=int, default=1, help="with N > 1 also np N against DDP")
+        p.add_argument("--peak-bin", default=app("peak_gflops"), help="the sgemm peak's program")
+        p.add_argument("--no-peak", action="store_true", help="skip the sgemm peak (no %% of peak column)")
 
 
 def works(args):
@@ -95,6 +100,24 @@ class Work:
                 "--memory-format", self.torch_format, *extra]
 
 
+def sgemm_peak(args):
+    """One core's fp32 peak in GFLOP/s (apps/peak_gflops, one thread), or None with --no-peak or
+    without the program."""
+    binary = args.peak_bin
+    if args.no_peak or not os.path.exists(binary):
+        if not args.no_peak:
+            log(f"no {binary}: no % of peak")
+        return None
+    got = last_json(check([binary, "--threads", "1", "--json"], {"OMP_NUM_THREADS": "1"}, args.timeout))
+    log(f"sgemm peak, one thread: {got['gflops']:.1f} GFLOP/s (cpu/wall {got['cpu_per_wall']:.2f})")
+    return got["gflops"]
+
+
+def share_of_peak(runs, np_, flops, peak):
+    """Each run's training FLOP rate per rank as a share of `peak` (GFLOP/s), in percent."""
+    return [100 * r["images_per_s"] / np_ * flops / 1e9 / peak for r in runs if r.get("images_per_s")]
+
+
 def run(args):
     work = works(args)
     nps = [1] if args.np == 1 else [1, args.np]
@@ -114,14 +137,19 @@ def run(args):
         return ringtrain.timed_run(host_launch(np_, argv, 1, mpirun), run_dir, w.warmup, w.batch,
                                    timeout=args.timeout)
 
+    peaks = [sgemm_peak(args)]
     with tempfile.TemporaryDirectory(prefix="bench-train-") as work_dir:  # the runs' directories go with it
         results = interleave(args.rounds, list(work), sides, measure)
+    peaks.append(sgemm_peak(args))
+    peak = max(peaks) if None not in peaks else None
+    peak_text = "" if peak is None else (f"; one core's peak: oneDNN sgemm 2048^3, one thread, best of before and "
+                                         f"after the rounds: {peak:.1f} GFLOP/s ({peaks[0]:.1f}, {peaks[1]:.1f})")
     text = [conditions(f"one host, one thread per rank, {args.rounds} interleaved rounds, medians [min-max]; "
-                       f"ratios paired within each round; {args.bin}", load_before), ""]
+                       f"ratios paired within each round; {args.bin}{peak_text}", load_before), ""]
     ratio_plot = ([], [])
     for np_ in nps:
         t = Table("model", "precision", "batch/rank", "steps", "train MFLOP/img", "ringtrain img/s", "PyTorch img/s",
-                  "ringtrain / PyTorch", "ringtrain RSS MB", "PyTorch RSS MB", "RSS ratio",
+                  "ringtrain / PyTorch", "% of peak ringtrain; PyTorch", "ringtrain RSS MB", "PyTorch RSS MB", "RSS ratio",
                   *(["scaling eff. ringtrain / PyTorch"] if np_ > 1 else []), "img/s / fp32 ringtrain; PyTorch")
         for item, w in work.items():
             rt, pt = results[(item, f"ringtrain np{np_}")], results.get((item, f"pytorch np{np_}"), [])
@@ -136,8 +164,10 @@ def run(args):
             ratio_plot[0].append(f"{item} np{np_}")
             ratio_plot[1].append(ratio)
             flops = describe(w.model, w.shape)["train_flops_per_image"]  # None without torch (graph models)
+            of_peak = "" if flops is None or peak is None or w.precision != "fp32" else "; ".join(
+                cell(share_of_peak(runs, np_, flops, peak), 0) for runs in (rt, pt) if runs)
             t.add(w.model, w.precision, w.batch, w.steps, "" if flops is None else f"{flops / 1e6:.2f}",
-                  cell(values(rt, "images_per_s"), 0), cell(values(pt, "images_per_s"), 0), cell(ratio, 2),
+                  rate(values(rt, "images_per_s")), rate(values(pt, "images_per_s")), cell(ratio, 2), of_peak,
                   cell(values(rt, "peak_rss_mb"), 0), cell(values(pt, "peak_rss_mb"), 0),
                   cell(paired(rt, pt, "peak_rss_mb"), 2), *([" / ".join(eff)] if np_ > 1 else []), vs32)
         text += ["## " + ("one process" if np_ == 1 else f"np {np_}: ringtrain under mpirun against DDP (gloo), "
