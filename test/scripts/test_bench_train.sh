@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # apps/peak_gflops and `bench.py train`'s use of it, without torch: the program's JSON line and
 # usage error, and a ringtrain-only round whose report states the peak and a % of peak for the
-# model. Figures are never compared with anything: only their presence and form.
+# model; and one round of `bench.py onnx-train`, whose row holds both of its ratios. Figures are never compared with anything: only their presence and form.
 # usage: test_bench_train.sh RINGTRAIN PEAK_GFLOPS
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
@@ -24,4 +24,10 @@ grep -qE "one core's peak: oneDNN sgemm 2048\^3, one thread, best of before and 
 # The row: model, precision, batch, steps, MFLOP/img, img/s, (no PyTorch), (no ratio), % of peak.
 grep -qE '^\| lenet5 \| fp32 \| 64 \| 5 \| 2\.26 \| [0-9,.]+ \|  \|  \| [0-9]+ \|' "$tmp/out/report.md" ||
   fail "no % of peak in lenet5's row: $(grep lenet5 "$tmp/out/report.md")"
+
+# bench.py onnx-train (it shares train's runs): one lenet5 round, both ratios in the row.
+/usr/bin/python3 "$here/../../scripts/bench/bench.py" onnx-train --models lenet5 --rounds 1 --steps 5 --warmup 1 \
+  --bin "$bin" --out "$tmp/onnx" > "$tmp/log" 2>&1 || fail "bench.py onnx-train: $(tail -5 "$tmp/log")"
+grep -qE '^\| lenet5 \| fp32 \| 64 \| 5 \| [0-9,.]+ \| [0-9,.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$tmp/onnx/report.md" ||
+  fail "onnx-train's row: $(grep lenet5 "$tmp/onnx/report.md")"
 finish test_bench_train "$tmp/log"

@@ -6,7 +6,8 @@ M.onnx --init` (the zoo's initialisation from the same seed: both sides compute 
 steps: the train suite's synthetic data, per-rank batch, warm-up and timed steps per model, one
 thread per rank, np 1 or `mpirun -np N --bind-to none`. The sides run interleaved (ABBA); the
 figure is the ratio ONNX / zoo of rank 0's images/s after the warm-up, paired within each round:
-median [min-max]. The target is a ratio within 2% of 1 on a quiet machine; the report's first
+median [min-max]. Beside it the same ratio from each run's median step (rank 0's data + forward +
+backward + optimizer), which a few steps slowed by the machine move less than the mean. The target is a ratio within 2% of 1 on a quiet machine; the report's first
 line gives the load it was measured under.
 
   bench.py onnx-train                                          # resnet20, resnet18, mobilenetv2
@@ -74,13 +75,14 @@ def run(args):
 
         results = interleave(args.rounds, list(work), sides, measure)
     t = Table("model", "precision", "batch/rank", "steps", "zoo img/s", "ONNX img/s", "ONNX / zoo",
-              "ONNX RSS / zoo RSS")
+              "ONNX / zoo, median step", "ONNX RSS / zoo RSS")
     ratios = []
     for item, w in work.items():
         zoo, onnx = results[(item, "zoo")], results[(item, "onnx")]
         ratios.append(paired(onnx, zoo, "images_per_s"))
         t.add(w.model, w.precision, w.batch, w.steps, cell(values(zoo, "images_per_s"), 1),
-              cell(values(onnx, "images_per_s"), 1), cell(ratios[-1], 3), cell(paired(onnx, zoo, "peak_rss_mb"), 2))
+              cell(values(onnx, "images_per_s"), 1), cell(ratios[-1], 3), cell(paired(zoo, onnx, "compute_ms"), 3),
+              cell(paired(onnx, zoo, "peak_rss_mb"), 2))
     if args.plot:
         plot.ratios(args.plot, f"ONNX / zoo, images/s, np {args.np}", list(work), ratios, "ratio")
     text = [conditions(f"np {args.np}, one thread per rank, {args.rounds} interleaved rounds (ABBA), medians "
