@@ -5,7 +5,10 @@
 # (cluster.sh fail-node); the job must finish by itself on the 2 others, resumed from a RAM
 # snapshot (--snapshot-every), with parameters,
 # buffers and optimizer state bit-identical to an uninterrupted 1-rank run with S = 6, and
-# membership.jsonl / summary.json must say so. Skips (exit 77) where namespaces are not allowed.
+# membership.jsonl / summary.json must say so. The elastic job reads its network from an ONNX
+# file (lenet5 exported by `ringtrain export`, --init: the zoo's initial weights), the reference
+# is the zoo's lenet5: a graph read from a file relaunches like a zoo model (the snapshot carries
+# it) and computes the same bits. Skips (exit 77) where namespaces are not allowed.
 #   usage: test_elastic_cluster.sh RINGTRAIN_BINARY
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
@@ -19,11 +22,16 @@ trap '"$cluster" down >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 
 # 100 steps of 6 shards x batch 4 in one epoch, a RAM snapshot every 10 (no checkpoints: the
 # relaunch must resume from a snapshot), every step logged.
-train=(train --model lenet5 --dataset synthetic --synthetic-shape 1x28x28 --synthetic-train 2400
+train=(train --dataset synthetic --synthetic-shape 1x28x28 --synthetic-train 2400
   --synthetic-test 48 --epochs 1 --batch-size 4 --logical-shards 6 --threads 1 --eval-every 0
   --no-tensorboard --quiet --snapshot-every 10 --log-every 1 --progress plain)
+OMP_NUM_THREADS=1 "$bin" train --model lenet5 --dataset synthetic --synthetic-train 2 --synthetic-test 2 --batch-size 2 \
+  --max-steps 1 --eval-every 0 --no-tensorboard --quiet --run-dir "$tmp/export" >"$tmp/export.log" 2>&1 &&
+  "$bin" export --checkpoint "$tmp/export/model.rtck" --onnx "$tmp/lenet5.onnx" >>"$tmp/export.log" 2>&1 ||
+  fail "exporting lenet5: $(cat "$tmp/export.log")"
 run=$tmp/elastic
-"$cluster" run --nodes 3 --elastic --min-np 2 --max-np 3 --bin "$bin" -- "${train[@]}" --run-dir "$run" \
+"$cluster" run --nodes 3 --elastic --min-np 2 --max-np 3 --bin "$bin" -- "${train[@]}" --model-file "$tmp/lenet5.onnx" \
+  --init --run-dir "$run" \
   >"$tmp/elastic.out" 2>"$tmp/elastic.err" &
 pid=$!
 # Node 1 dies once rank 0 has logged step 25 (after two checkpoints, mid-epoch).
@@ -41,7 +49,7 @@ rc=$?
 [[ $rc -eq 0 ]] || fail "run.sh --elastic exited $rc, expected 0"
 
 # The reference: one rank, no failure (S = 6 makes every rank count that divides it equal).
-OMP_NUM_THREADS=1 "$bin" "${train[@]}" --run-dir "$tmp/ref" >"$tmp/ref.log" 2>&1 || fail "the 1-rank run failed: $(cat "$tmp/ref.log")"
+OMP_NUM_THREADS=1 "$bin" "${train[@]}" --model lenet5 --run-dir "$tmp/ref" >"$tmp/ref.log" 2>&1 || fail "the 1-rank run failed: $(cat "$tmp/ref.log")"
 same_final_state "$bin" "$run/model.rtck" "$tmp/ref/model.rtck" 100 "elastic run"
 
 /usr/bin/python3 - "$run" <<'PY' || fail "membership records (above)"
