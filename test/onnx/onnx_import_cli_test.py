@@ -8,6 +8,9 @@
   from --resume auto (the run directory's newest checkpoint), and from --resume auto finding a
   RAM snapshot kept by a run whose rank 0 died (RINGTRAIN_TEST_SNAPSHOT_KILL_AT); a checkpoint of
   another model is refused at --resume;
+- a zoo model exported and read back with --init trains through the same oneDNN primitives
+  (kind, implementation, layouts, shapes, in order: ONEDNN_VERBOSE) to the same parameters as the
+  zoo model itself, so it runs at the zoo model's speed by construction (resnet20, mobilenetv2);
 - eval --logits at np 2 of a one-layer ONNX network on IDX files written here: every logit equals
   numpy's x W^T + b in the test set's order, and the loss and accuracy they give are eval's.
 
@@ -47,6 +50,34 @@ def write_idx(d, prefix, images, labels):
         f.write(struct.pack(">4i", 0x803, n, h, w) + images.tobytes())
     with open(os.path.join(d, f"{prefix}-labels-idx1-ubyte"), "wb") as f:
         f.write(struct.pack(">2i", 0x801, n) + labels.tobytes())
+
+
+def primitive_calls(args, run_dir):
+    """The oneDNN primitives a 2-step run executes, in order, without their times."""
+    p = subprocess.run([RINGTRAIN, "train", *args, "--dataset", "synthetic", "--synthetic-shape", "3x32x32",
+                        "--synthetic-train", "8", "--synthetic-test", "4", "--batch-size", "4", "--max-steps", "2",
+                        "--eval-every", "0", "--no-tensorboard", "--quiet", "--run-dir", run_dir],
+                       env=dict(ENV, ONEDNN_VERBOSE="1"), capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise SystemExit(f"FAIL: train {' '.join(args)} exited {p.returncode}:\n{p.stderr}")
+    return [",".join(line.split(",")[:-1]) for line in p.stdout.splitlines() if line.startswith("onednn_verbose,exec,")]
+
+
+def check_same_primitives(tmp):
+    """The ONNX export of a zoo model, read back with --init, runs the zoo model's primitives."""
+    for model in ("resnet20", "mobilenetv2"):
+        d = os.path.join(tmp, f"same-{model}")
+        run(["train", "--model", model, "--dataset", "synthetic", "--synthetic-shape", "3x32x32", "--synthetic-train", "2",
+             "--synthetic-test", "2", "--batch-size", "2", "--max-steps", "1", "--eval-every", "0", "--no-tensorboard",
+             "--quiet", "--run-dir", os.path.join(d, "export")])
+        path = os.path.join(d, f"{model}.onnx")
+        run(["export", "--checkpoint", os.path.join(d, "export", "model.rtck"), "--onnx", path])
+        zoo = primitive_calls(["--model", model], os.path.join(d, "zoo"))
+        onnx_side = primitive_calls(["--model-file", path, "--init"], os.path.join(d, "onnx"))
+        check(len(zoo) > 100 and zoo == onnx_side,
+              f"{model}: the ONNX-read model runs the zoo's {len(zoo)} primitive calls ({len(onnx_side)} calls)")
+        check(params_crc(os.path.join(d, "zoo", "model.rtck")) == params_crc(os.path.join(d, "onnx", "model.rtck")),
+              f"{model}: the ONNX-read model ends on the zoo model's parameters")
 
 
 def check_logits(tmp):
@@ -178,6 +209,7 @@ def main():
         onnx_out = os.path.join(tmp, "never.onnx")
         p = run(["export", "--model-file", bad, "--onnx", onnx_out], ok=False)
         check(p.returncode == 1 and not os.path.exists(onnx_out), "export of a bad file writes nothing")
+        check_same_primitives(tmp)
         check_logits(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
