@@ -11,7 +11,8 @@ of random images as a CIFAR-10 binary set, then
 - one SGD step (lr 0.1, no momentum, no weight decay) in training mode over the same batch:
   every parameter's update (before minus after) against PyTorch's, as the relative error
   ||u_rt - u_pt|| / ||u_pt|| per tensor (worst and median), and both against PyTorch in fp64,
-  which shows how much of the difference fp32 rounding alone makes.
+  which shows how much of the difference fp32 rounding alone makes; and PyTorch in channels-last
+  against its default format, how far two fp32 runs of PyTorch itself land apart.
 
 Two things make a raw fp32-vs-fp64 figure unfair, and the verdict allows for both:
 - ReLU kinks. An element whose exact ReLU (or ReLU6) input lies within fp32 rounding of the kink
@@ -60,13 +61,16 @@ def write_cifar(d, images, labels):
         f.write(b"".join(rec(i) for i in range(len(labels))))
 
 
-def sgd_updates(model, x, y, dtype):
-    """before - after of one SGD step (lr 0.1, no momentum) of a copy of model, per parameter, as float64."""
+def sgd_updates(model, x, y, dtype, channels_last=False):
+    """before - after of one SGD step (lr 0.1, no momentum) of a copy of model, per parameter, as float64;
+    channels_last: PyTorch's other memory format, the same maths in another order."""
     model = copy.deepcopy(model).to(dtype).train()
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    model = model.to(memory_format=fmt)
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.0)
     opt.zero_grad()
-    torch.nn.functional.cross_entropy(model(x.to(dtype)), y).backward()
+    torch.nn.functional.cross_entropy(model(x.to(dtype).contiguous(memory_format=fmt)), y).backward()
     opt.step()
     return {k: (before[k] - v.detach()).double().numpy() for k, v in model.named_parameters()}
 
@@ -179,6 +183,7 @@ def check(ringtrain, name, batch, tmp, verbose):
 
     # One SGD step in training mode, in fp32 and, as the reference both are judged by, in fp64.
     pt_update = sgd_updates(m, x, y, torch.float32)
+    pt_cl_update = sgd_updates(m, x, y, torch.float32, channels_last=True)
     ref_update = sgd_updates(m, x, y, torch.float64)
     run_dir = os.path.join(tmp, name + "-run")
     subprocess.run([ringtrain, "train", "--model-file", path, *flags, "--batch-size", str(batch), "--max-steps", "1",
@@ -209,6 +214,7 @@ def check(ringtrain, name, batch, tmp, verbose):
     vs_pt = sorted(((rel(rt_update[k], pt_update[k]), k) for k in kept), reverse=True)
     vs_ref = sorted(((rel(rt_update[k], ref_update[k]), k) for k in kept), reverse=True)
     pt_ref = sorted(((rel(pt_update[k], ref_update[k]), k) for k in kept), reverse=True)
+    pt_cl = sorted(((rel(pt_cl_update[k], pt_update[k]), k) for k in kept), reverse=True)
     if verbose:
         for e, k in vs_pt:
             if e > 1e-4:
@@ -233,7 +239,8 @@ def check(ringtrain, name, batch, tmp, verbose):
     print(f"{name}: SGD step updates over {len(kept)} tensors ({len(ref_update) - len(kept)} zero up to rounding left out), "
           f"relative error worst / median: ringtrain vs PyTorch fp32 {vs_pt[0][0]:.2e} ({vs_pt[0][1]}) / {med(vs_pt):.2e}; "
           f"ringtrain vs fp64 {vs_ref[0][0]:.2e} / {med(vs_ref):.2e}; PyTorch fp32 vs fp64 {pt_ref[0][0]:.2e} / "
-          f"{med(pt_ref):.2e}")
+          f"{med(pt_ref):.2e}; PyTorch fp32 channels-last vs its default format {pt_cl[0][0]:.2e} ({pt_cl[0][1]}) / "
+          f"{med(pt_cl):.2e}")
     print(f"{name}: against fp64 with near-kink ReLU masks flipped ({len(candidates)} candidates), less each tensor's "
           f"fp32 rounding floor, worst / median: ringtrain ({len(rt_flips)} flipped) {worst:.2e} ({vs_kink[0][1]}) / "
           f"{med(vs_kink):.2e}; PyTorch fp32 ({len(pt_flips)} flipped) {pt_kink[0][0]:.2e} ({pt_kink[0][1]}) / "
