@@ -18,8 +18,8 @@ Two things make a raw fp32-vs-fp64 figure unfair, and the verdict allows for bot
 - ReLU kinks. An element whose exact ReLU (or ReLU6) input lies within fp32 rounding of the kink
   (|v| below 2e-5 of the tensor's rms: the measured fp32 forward error of ringtrain and of PyTorch
   fp32 is up to ~1e-5 of it) may land on either side in any fp32 forward; its whole gradient then
-  flows or not. One such element on resnet18 moves layer1.0.bn1.bias by 8.7e-3 of its norm, and
-  which side ringtrain lands on changes with the order of the batch (the training shuffle). The
+  flows or not. One such element on resnet18 moved layer1.0.bn1.bias by 8.7e-3 of its norm while
+  ringtrain used oneDNN's batch-norm statistics (src/nn/BatchStats.cpp replaced them). The
   kink-aware reference is fp64 with the mask of some of those elements flipped (the forward
   value moves by less than the threshold): the subset, chosen greedily, that brings fp64
   closest to ringtrain; the line says how many were flipped out of how many candidates.
@@ -27,8 +27,7 @@ Two things make a raw fp32-vs-fp64 figure unfair, and the verdict allows for bot
   to ulp(1)/2 = 6e-8, a large part of an update of 1e-4. Each tensor's rounding floor,
   ||ulp(after) / 2|| / ||u_ref||, is subtracted from its error before the 1e-4 test.
 mobilenet_v2 at 32x32 stays outside 1e-4: its step is ill-conditioned in fp32 (PyTorch fp32 alone
-is 1.3e-2 from fp64), and ringtrain's noisier batch-norm statistics flip more kinks than the
-candidates cover (see README).
+is 1.3e-2 from fp64, and 4.3e-2 from PyTorch fp32 in channels-last in one tensor; see README).
 
 usage: onnx_torch_check.py RINGTRAIN [--models resnet18,mobilenet_v2] [--batch 16] [--verbose]
 """
