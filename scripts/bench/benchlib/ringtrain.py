@@ -11,12 +11,23 @@ sys.path.insert(0, os.path.join(ROOT, "scripts", "plot"))
 import rundata  # noqa: E402
 
 # Synthetic input per model: Fashion-MNIST's 1x28x28 where the model takes it; 32x32 colour
-# where five poolings need it or the model is CIFAR-sized.
-SHAPES = {"vgg11": "3x32x32", "alexnet": "3x32x32", "svhn-cnn": "3x32x32"}
+# where five poolings need it or the model is CIFAR-sized; ImageNet's 224x224 for the
+# torchvision-shaped graph models (they take 32x32 at least, and are measured at 224).
+SHAPES = {"vgg11": "3x32x32", "alexnet": "3x32x32", "svhn-cnn": "3x32x32", "resnet18": "3x224x224",
+          "resnet50": "3x224x224", "mobilenetv2": "3x224x224"}
 
 
 def shape_of(model):
     return SHAPES.get(model, "1x28x28")
+
+
+def synthetic_count(shape, at_least, cap_mb=64, most=16384):
+    """Training images of a synthetic set of `shape` ('CxHxW'): `most`, or as many as fit in cap_mb
+    of pixels, but never fewer than at_least (one step's global batch)."""
+    pixels = 1
+    for d in shape.split("x"):
+        pixels *= int(d)
+    return max(at_least, min(most, cap_mb * 2**20 // pixels))
 
 
 def default_bin():

@@ -17,7 +17,8 @@ binary (builds: of the first binary). Sides:
 Per run, after --warmup (benchlib/ringtrain.measure): step ms, all-reduce ms, of it in MPI and in
 the exact sum's conversion, the rest, MB sent, CPU %, hidden comm. Conditions: mpirun -np NP on
 this host (--bind-to none --oversubscribe, --threads T), synthetic data (1x28x28; 3x32x32 for
-vgg11), no evaluation, no TensorBoard; or --cluster N: N emulated nodes (root), one rank each.
+vgg11; 3x224x224, at most 64 MB of it, for resnet18/50 and mobilenetv2), no evaluation, no
+TensorBoard; or --cluster N: N emulated nodes (root), one rank each.
 
   bench.py overhead --feature snapshot --models lenet5,mlp --np 2 --every 10 --rounds 15
   bench.py overhead --feature exact --rounds 3 [--cluster 2 --link-rate 1gbit]
@@ -108,7 +109,9 @@ def cases(args):
 
 
 def train_argv(args, binary, model, batch, extra, run_dir):
-    return ringtrain.train_argv(binary, model, args.steps[model], args.warmup, batch, run_dir,
+    shape = ringtrain.shape_of(model)
+    return ringtrain.train_argv(binary, model, args.steps[model], args.warmup, batch, run_dir, shape,
+                                ringtrain.synthetic_count(shape, batch * args.np),
                                 extra=["--threads", str(args.threads), *extra])
 
 
