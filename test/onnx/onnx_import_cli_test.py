@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """ringtrain with a network read from ONNX, through the binary:
-- train --model-file at np 2, then eval, inspect and export from the checkpoint alone; eval
-  --json of the checkpoint equals eval --json of its export (same weights, same bits);
+- train --model-file at np 2 (and with --precision bf16 where the CPU has native bf16; elsewhere
+  only its one-line refusal is accepted), then eval, inspect and export from the checkpoint
+  alone; eval --json of the checkpoint equals eval --json of its export (same weights, same bits);
 - export --model-file: read -> export -> read -> export gives the same bytes;
 - every bad file: exit 1 on every rank with one line naming the file, no run directory;
 - --resume without the file ends on the uninterrupted run's parameters: from a checkpoint path,
@@ -144,6 +145,15 @@ def main():
         meta = json.loads(run(["inspect", ck]).stdout)
         check(meta["model"] == "onnx:all_ops" and "characters of base64 ONNX" in meta["model_graph"],
               "inspect: the checkpoint names the model and carries its graph")
+        # bf16 compute with a graph from a file, where the CPU has native bf16 (else the one-line refusal).
+        bf = run(["train", "--model-file", net, *DATA, "--batch-size", "8", "--max-steps", "2", "--precision", "bf16",
+                  "--run-dir", os.path.join(tmp, "bf16")], np=2, ok=False)
+        if bf.returncode != 0 and "--precision bf16 needs a CPU with native bf16" in bf.stderr:
+            print("skip bf16 --model-file: " + next(l for l in bf.stderr.splitlines() if "native bf16" in l))
+        else:
+            bf_meta = json.loads(run(["inspect", os.path.join(tmp, "bf16", "model.rtck")]).stdout) if bf.returncode == 0 else {}
+            check(bf.returncode == 0 and bf_meta.get("model") == "onnx:all_ops" and bf_meta.get("global_step") == 2,
+                  f"train --model-file --precision bf16 at np 2 (exit {bf.returncode}: {bf.stderr.strip()[-200:]})")
         by_ck = json.loads(run(["eval", "--checkpoint", ck, "--json"], np=2).stdout)
         exported = os.path.join(tmp, "a", "net.onnx")
         os.makedirs(os.path.dirname(exported))
