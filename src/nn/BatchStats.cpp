@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "common/CpuDispatch.h"
@@ -174,6 +175,7 @@ bool BatchStats::supports(const memory::desc& md) { return layout_of(md) != Layo
 void BatchStats::compute(const memory& src, float* mean, float* variance) {
   const memory::desc md = src.get_desc();
   const Layout layout = layout_of(md);
+  if (layout == Layout::kOther) throw std::logic_error("BatchStats::compute: a layout supports() refuses");
   const memory::dims d = md.dims();
   const std::int64_t n = d[0], c = d[1], hw = d[2] * d[3];
   const double count = static_cast<double>(n * hw);

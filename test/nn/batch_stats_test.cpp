@@ -115,4 +115,7 @@ TEST_CASE("BatchStats: other layouts and types are oneDNN's", "[nn][batchnorm]")
   CHECK_FALSE(BatchStats::supports({d, memory::data_type::bf16, tag::nChw8c}));
   CHECK_FALSE(BatchStats::supports({d, memory::data_type::f32, tag::cdba}));
   CHECK_FALSE(BatchStats::supports({{2, 8}, memory::data_type::f32, tag::nc}));
+  const memory other({d, memory::data_type::f32, tag::cdba}, DnnlContext::get().engine());
+  std::vector<float> mean(8), variance(8);
+  CHECK_THROWS_AS(BatchStats::compute(other, mean.data(), variance.data()), std::logic_error);
 }
