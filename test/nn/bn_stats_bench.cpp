@@ -1,6 +1,7 @@
 // bn_stats_bench: what BatchNorm2d's training forward costs with oneDNN's own batch statistics
 // against BatchStats' plus the forward that takes them (use_global_stats), on nChw8c tensors,
 // run by hand, e.g.
+//   cmake --build build --target bn_stats_bench
 //   OMP_NUM_THREADS=1 build/test/nn/bn_stats_bench [N C H W ...] [--repeats R]
 // Default shapes: resnet20's at 28x28, batch 64, and two of resnet50's at batch 16. The two
 // sides alternate within each repeat; each prints its best time. Not a test: ctest does not run it.
