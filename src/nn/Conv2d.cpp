@@ -9,8 +9,16 @@
 // forward's copy, right after it, while it is in cache. In bf16 the copy also converts the
 // fp32 master weights to bf16 (narrowed directly when oneDNN wants them plain), activations
 // are bf16, and backward-weights writes fp32 diff_weights and diff_bias.
+//
+// On an AVX2 CPU the fp32 3x3 convolutions nn/Winograd takes (stride 1, padding 1, 64 channels
+// or more) run on it instead, with nChw8c activations (oneDNN's own choice there, so no
+// neighbour reorders) and weights transformed once per parameter change. On AVX-512 oneDNN
+// picks nChw16c and has Winograd kernels of its own, so there the layer stays on oneDNN.
+// RINGTRAIN_CONV_WINOGRAD=0 in the environment keeps every layer on oneDNN (A/B runs).
 #include "nn/Conv2d.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -18,6 +26,8 @@
 #include <fmt/format.h>
 
 #include "nn/DnnlContext.h"
+#include "nn/Precision.h"
+#include "nn/Winograd.h"
 
 namespace ringtrain {
 
@@ -90,6 +100,7 @@ struct Conv2d::ConvState : State {
   memory::desc bwd_data_diff_dst_md, bwd_weights_diff_dst_md, bwd_weights_src_md;
   memory bwd_data_diff_dst, bwd_weights_diff_dst, bwd_weights_src;
   dnnl::reorder to_bwd_data_diff_dst, to_bwd_weights_diff_dst, to_bwd_weights_src;
+  std::unique_ptr<winograd::Conv3x3> wino;  // set: the layer runs on it, none of the above
 };
 
 namespace {
@@ -123,6 +134,19 @@ dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(
   return {any, eng, fwd_pd};
 }
 
+// nn/Winograd on this CPU and in this process (read once).
+bool winograd_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("RINGTRAIN_CONV_WINOGRAD");
+    if (env && std::strcmp(env, "0") == 0) return false;
+    const dnnl::cpu_isa isa = effective_isa();
+    return isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni;
+  }();
+  return enabled;
+}
+
+float* floats(const memory& m) { return static_cast<float*>(m.get_data_handle()); }
+
 // A reorder from the layout `from` into a new memory of layout `to`, unless they agree
 // (then both stay empty).
 void reorder_if_needed(const memory::desc& from, const memory::desc& to, memory& dst, dnnl::reorder& r) {
@@ -134,11 +158,31 @@ void reorder_if_needed(const memory::desc& from, const memory::desc& to, memory&
 
 }  // namespace
 
+bool Conv2d::winograd_applies() const {
+  return compute_type() == memory::data_type::f32 &&
+         winograd::applies(opt_.in, opt_.out, opt_.kernel, opt_.stride, opt_.pad, opt_.dilation, opt_.groups) &&
+         winograd_enabled();
+}
+
+bool Conv2d::winograd() const { return static_cast<const ConvState&>(state()).wino != nullptr; }
+
 std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase phase, bool need_diff_src) {
   const Dims in = md_dims(in_md);
   const Dims out = out_shape(in);
   auto s = std::make_unique<ConvState>();
   auto& eng = engine();
+  if (winograd_applies()) {
+    s->wino = std::make_unique<winograd::Conv3x3>(winograd::Shape{in[0], opt_.in, opt_.out, in[2], in[3]});
+    if (!wino_weights_) wino_weights_ = std::make_shared<winograd::Weights>(opt_.in, opt_.out);
+    wino_valid_ = false;  // the parameters may have been bound anew
+    s->src_md = memory::desc({in.begin(), in.end()}, memory::data_type::f32, tag::nChw8c);
+    s->dst_md = memory::desc({out.begin(), out.end()}, memory::data_type::f32, tag::nChw8c);
+    if (opt_.bias) s->bias = memory(memory::desc({opt_.out}, memory::data_type::f32, tag::x), eng, params_[1].data());
+    if (phase != Phase::kTrain) return s;
+    s->diff_dst_md = s->dst_md;
+    if (need_diff_src) s->diff_src_md = s->src_md;
+    return s;
+  }
   // Dilation 1 gives oneDNN dilates 0: the same descriptor as the undilated constructors.
   const Geometry geo{{opt_.stride, opt_.stride}, {opt_.dilation - 1, opt_.dilation - 1}, {opt_.pad, opt_.pad}};
   const memory::dims src_dims(in.begin(), in.end()), dst_dims(out.begin(), out.end()), w_dims = weights_dims();
@@ -202,6 +246,18 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
 
 void Conv2d::run_forward(State& base, const memory& src, const memory& dst, std::uint64_t) {
   auto& s = static_cast<ConvState&>(base);
+  if (s.wino) {
+    const ParamsVersion& version = params_version();
+    if (!wino_valid_ || !version.unchanged_since(wino_version_)) {
+      wino_weights_->set(params_[0].data());
+      wino_version_ = version.value;
+      wino_valid_ = true;
+      ++wino_conversions_;
+    }
+    s.wino->forward(*wino_weights_, floats(src), floats(dst), opt_.bias ? params_[1].data() : nullptr,
+                    relu_post_op());
+    return;
+  }
   refresh(*s.weights);
   // Converted now rather than in backward: its source, the copy just refreshed, is in cache.
   if (s.bwd_data_weights) refresh(*s.bwd_data_weights);
@@ -212,6 +268,13 @@ void Conv2d::run_forward(State& base, const memory& src, const memory& dst, std:
 
 void Conv2d::run_backward(State& base, const memory& diff_dst, const memory& diff_src) {
   auto& s = static_cast<ConvState&>(base);
+  if (s.wino) {
+    // The forward transformed the weights at their current version; backward-data uses them.
+    if (s.need_diff_src) s.wino->backward_data(*wino_weights_, floats(diff_dst), floats(diff_src));
+    s.wino->backward_weights(floats(s.src), floats(diff_dst), grads_[0].data(),
+                             opt_.bias ? grads_[1].data() : nullptr);
+    return;
+  }
   auto& strm = stream();
   if (s.need_diff_src) {
     // Converted in forward already (the parameters have not changed since): a version check.
@@ -244,6 +307,10 @@ Layer::StepReorders Conv2d::step_reorders() const {
   if (!current_) return {};
   const auto& s = static_cast<const ConvState&>(*current_);
   StepReorders r;
+  if (s.wino) {  // the weights' transform, like a reorder into a blocked copy
+    r.weights = 1;
+    return r;
+  }
   for (const dnnl::reorder* p : {&s.to_bwd_data_diff_dst, &s.to_bwd_weights_diff_dst, &s.to_bwd_weights_src})
     r.activations += *p ? 1 : 0;
   r.weights += s.weights->reorders() ? 1 : 0;
@@ -255,10 +322,13 @@ Layer::StepReorders Conv2d::step_reorders() const {
 std::size_t Conv2d::state_bytes() const {
   if (!current_) return 0;
   const auto& s = static_cast<const ConvState&>(*current_);
+  if (s.wino) return wino_weights_->bytes();
   std::size_t bytes = 0;
   for (const memory* m : {&s.bwd_data_diff_dst, &s.bwd_weights_diff_dst, &s.bwd_weights_src})
     if (*m) bytes += m->get_desc().get_size();
   return bytes;
 }
+
+std::uint64_t Conv2d::weight_conversions() const noexcept { return Layer::weight_conversions() + wino_conversions_; }
 
 }  // namespace ringtrain

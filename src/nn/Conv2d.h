@@ -1,10 +1,15 @@
 // Conv2d: 2-D convolution (square kernel, stride, zero padding, dilation, groups, optional
-// bias) on oneDNN's convolution primitives with layouts of oneDNN's choosing (format_tag::any).
+// bias) on oneDNN's convolution primitives with layouts of oneDNN's choosing (format_tag::any),
+// or, for the fp32 3x3 convolutions it takes on an AVX2 CPU, on nn/Winograd.
 #pragma once
 
 #include "nn/Layer.h"
 
 namespace ringtrain {
+
+namespace winograd {
+class Weights;
+}
 
 class Conv2d : public Layer {
  public:
@@ -52,6 +57,9 @@ class Conv2d : public Layer {
   ReluFusion relu_fusion() const override { return ReluFusion::kForward; }
   StepReorders step_reorders() const override;
   std::size_t state_bytes() const override;
+  std::uint64_t weight_conversions() const noexcept override;
+  // Whether the prepared state runs on nn/Winograd rather than oneDNN's direct kernels.
+  bool winograd() const;
 
  protected:
   std::unique_ptr<State> build(const dnnl::memory::desc& src_md, Phase phase, bool need_diff_src) override;
@@ -62,7 +70,14 @@ class Conv2d : public Layer {
   struct ConvState;
   // The weights' dims as oneDNN takes them: (O, I, KH, KW), or (G, O/G, I/G, KH, KW) grouped.
   dnnl::memory::dims weights_dims() const;
+  // nn/Winograd takes this layer at this compute type on this CPU (winograd_enabled()).
+  bool winograd_applies() const;
   Options opt_;
+  // The Winograd-transformed weights every state shares, and the parameters' version they
+  // were transformed at (valid false: not since the last build).
+  std::shared_ptr<winograd::Weights> wino_weights_;
+  std::uint64_t wino_version_ = 0, wino_conversions_ = 0;
+  bool wino_valid_ = false;
 };
 
 }  // namespace ringtrain

@@ -58,7 +58,7 @@ std::shared_ptr<WeightCopy> Layer::weight_copy(std::size_t i, const memory::desc
   return weight_copies_.back().second;
 }
 
-void Layer::refresh(WeightCopy& w) const { w.refresh(version_source_ ? *version_source_ : own_version_); }
+void Layer::refresh(WeightCopy& w) const { w.refresh(params_version()); }
 
 void Layer::params_updated(const float* begin, const float* end) {
   if (version_source_ == nullptr) return;  // no versions to mark: every forward converts anyway

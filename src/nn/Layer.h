@@ -72,7 +72,7 @@ class Layer {
   void params_updated(const float* begin, const float* end);
   // Conversions of the parameters into the primitives' weight copies so far (0 when every
   // primitive reads the arena as it is): one per parameter change and copy.
-  std::uint64_t weight_conversions() const noexcept;
+  virtual std::uint64_t weight_conversions() const noexcept;
 
   // The data type of activations (and of weights inside the primitives): f32 (default) or
   // bf16. Parameters and their gradients stay f32 in the arenas whatever it is. Drops the
@@ -173,6 +173,8 @@ class Layer {
                                           const std::shared_ptr<WeightCopy>& from = nullptr);
   // w with the current parameters (converted only if they changed since its last conversion).
   void refresh(WeightCopy& w) const;
+  // What refresh() compares a copy's conversion against, for copies a layer keeps itself.
+  const ParamsVersion& params_version() const noexcept { return version_source_ ? *version_source_ : own_version_; }
 
   std::vector<Tensor> params_, grads_;
   float* buffers_ = nullptr;

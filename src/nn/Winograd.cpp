@@ -1,0 +1,370 @@
+// Winograd F(4x4, 3x3): the transforms, and the chunked pipeline around oneDNN's sgemm.
+//
+// The transforms are Lavin and Gray's (2016) for the interpolation points 0, 1, -1, 2, -2
+// and infinity:
+//   B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1]
+//   G   = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]
+//   A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]
+// Every transform runs on 8 lanes at once (an nChw8c pixel's channels, or 8 kernels), as AVX2
+// and baseline clones compiled without contraction (the same bits on every CPU); the weights'
+// once per parameter change.
+#include "nn/Winograd.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include "common/CpuDispatch.h"
+
+namespace ringtrain::winograd {
+
+namespace {
+
+constexpr int kAlpha = 6;             // input tile side
+constexpr int kTile = 4;              // output tile side
+constexpr int kPoints = kAlpha * kAlpha;
+constexpr int kLanes = 8;             // channels in an nChw8c block
+// Tiles per chunk: the chunk's V and M (36 x tiles x (in + out) floats) are sized to about
+// this many bytes, so the sgemms read what the transforms just wrote from cache.
+constexpr std::int64_t kChunkBytes = std::int64_t{4} << 20;
+constexpr std::int64_t kMinTiles = 128, kMinBackwardWeightsTiles = 256;
+
+// Where tile t of a chunk lies: image n, top-left output pixel (y, x).
+struct TilePos {
+  std::int64_t n, y, x;
+};
+
+TilePos tile_pos(std::int64_t p, std::int64_t tiles_h, std::int64_t tiles_w) {
+  const std::int64_t per_image = tiles_h * tiles_w, r = p % per_image;
+  return {p / per_image, (r / tiles_w) * kTile, (r % tiles_w) * kTile};
+}
+
+// V = B^T d B for one tile and all channel blocks: d is the 6x6 input patch at (y - 1, x - 1)
+// (zeros outside the image); v[xi * ld + c] for the 36 points xi.
+RINGTRAIN_STREAM_CLONES void input_tile(const float* __restrict src, std::int64_t blocks, std::int64_t h,
+                                        std::int64_t w, TilePos pos, float* __restrict v, std::int64_t ld) {
+  for (std::int64_t cb = 0; cb < blocks; ++cb) {
+    const float* img = src + ((pos.n * blocks + cb) * h) * w * kLanes;
+    float d[kAlpha][kAlpha][kLanes];
+    for (int i = 0; i < kAlpha; ++i) {
+      const std::int64_t y = pos.y - 1 + i;
+      for (int j = 0; j < kAlpha; ++j) {
+        const std::int64_t x = pos.x - 1 + j;
+        if (y >= 0 && y < h && x >= 0 && x < w)
+          std::memcpy(d[i][j], img + (y * w + x) * kLanes, sizeof d[i][j]);
+        else
+          std::memset(d[i][j], 0, sizeof d[i][j]);
+      }
+    }
+    float t[kAlpha][kAlpha][kLanes];  // B^T d
+    for (int j = 0; j < kAlpha; ++j)
+      for (int l = 0; l < kLanes; ++l) {
+        const float d0 = d[0][j][l], d1 = d[1][j][l], d2 = d[2][j][l], d3 = d[3][j][l], d4 = d[4][j][l],
+                    d5 = d[5][j][l];
+        t[0][j][l] = 4.f * d0 - 5.f * d2 + d4;
+        t[1][j][l] = (d4 + d3) - 4.f * (d1 + d2);
+        t[2][j][l] = (d4 - d3) + 4.f * (d1 - d2);
+        t[3][j][l] = (d4 - d2) + 2.f * (d3 - d1);
+        t[4][j][l] = (d4 - d2) - 2.f * (d3 - d1);
+        t[5][j][l] = 4.f * d1 - 5.f * d3 + d5;
+      }
+    for (int i = 0; i < kAlpha; ++i) {
+      float* out = v + i * kAlpha * ld + cb * kLanes;
+      for (int l = 0; l < kLanes; ++l) {
+        const float e0 = t[i][0][l], e1 = t[i][1][l], e2 = t[i][2][l], e3 = t[i][3][l], e4 = t[i][4][l],
+                    e5 = t[i][5][l];
+        out[0 * ld + l] = 4.f * e0 - 5.f * e2 + e4;
+        out[1 * ld + l] = (e4 + e3) - 4.f * (e1 + e2);
+        out[2 * ld + l] = (e4 - e3) + 4.f * (e1 - e2);
+        out[3 * ld + l] = (e4 - e2) + 2.f * (e3 - e1);
+        out[4 * ld + l] = (e4 - e2) - 2.f * (e3 - e1);
+        out[5 * ld + l] = 4.f * e1 - 5.f * e3 + e5;
+      }
+    }
+  }
+}
+
+// Y = A^T M A (+ bias, ReLU) for one tile and all channel blocks: m[xi * ld + k]; the 4x4
+// output tile at (y, x) is stored where it lies inside the image.
+RINGTRAIN_STREAM_CLONES void output_tile(const float* __restrict m, std::int64_t ld, std::int64_t blocks,
+                                         std::int64_t h, std::int64_t w, TilePos pos, const float* __restrict bias,
+                                         bool relu, float* __restrict dst) {
+  for (std::int64_t kb = 0; kb < blocks; ++kb) {
+    float t[kTile][kAlpha][kLanes];  // A^T M
+    for (int j = 0; j < kAlpha; ++j)
+      for (int l = 0; l < kLanes; ++l) {
+        const float* col = m + j * ld + kb * kLanes + l;
+        const float m0 = col[0 * kAlpha * ld], m1 = col[1 * kAlpha * ld], m2 = col[2 * kAlpha * ld],
+                    m3 = col[3 * kAlpha * ld], m4 = col[4 * kAlpha * ld], m5 = col[5 * kAlpha * ld];
+        const float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
+        t[0][j][l] = m0 + s12 + s34;
+        t[1][j][l] = d12 + 2.f * d34;
+        t[2][j][l] = s12 + 4.f * s34;
+        t[3][j][l] = d12 + 8.f * d34 + m5;
+      }
+    float* img = dst + ((pos.n * blocks + kb) * h) * w * kLanes;
+    for (int i = 0; i < kTile; ++i) {
+      const std::int64_t y = pos.y + i;
+      if (y >= h) break;
+      float o[kTile][kLanes];
+      for (int l = 0; l < kLanes; ++l) {
+        const float m0 = t[i][0][l], m1 = t[i][1][l], m2 = t[i][2][l], m3 = t[i][3][l], m4 = t[i][4][l],
+                    m5 = t[i][5][l];
+        const float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
+        o[0][l] = m0 + s12 + s34;
+        o[1][l] = d12 + 2.f * d34;
+        o[2][l] = s12 + 4.f * s34;
+        o[3][l] = d12 + 8.f * d34 + m5;
+      }
+      for (int j = 0; j < kTile && pos.x + j < w; ++j) {
+        float* px = img + (y * w + pos.x + j) * kLanes;
+        for (int l = 0; l < kLanes; ++l) {
+          float r = o[j][l];
+          if (bias) r += bias[kb * kLanes + l];
+          px[l] = relu ? std::max(r, 0.f) : r;
+        }
+      }
+    }
+  }
+}
+
+// dM = A dY A^T for one tile and all channel blocks (the transpose of output_tile, without
+// bias): dY is the 4x4 diff_dst tile at (y, x), zeros outside the image; dm[xi * ld + k].
+RINGTRAIN_STREAM_CLONES void diff_output_tile(const float* __restrict diff_dst, std::int64_t blocks, std::int64_t h,
+                                              std::int64_t w, TilePos pos, float* __restrict dm, std::int64_t ld) {
+  for (std::int64_t kb = 0; kb < blocks; ++kb) {
+    const float* img = diff_dst + ((pos.n * blocks + kb) * h) * w * kLanes;
+    float q[kTile][kTile][kLanes];
+    for (int i = 0; i < kTile; ++i)
+      for (int j = 0; j < kTile; ++j) {
+        const std::int64_t y = pos.y + i, x = pos.x + j;
+        if (y < h && x < w)
+          std::memcpy(q[i][j], img + (y * w + x) * kLanes, sizeof q[i][j]);
+        else
+          std::memset(q[i][j], 0, sizeof q[i][j]);
+      }
+    float t[kAlpha][kTile][kLanes];  // A dY
+    for (int j = 0; j < kTile; ++j)
+      for (int l = 0; l < kLanes; ++l) {
+        const float q0 = q[0][j][l], q1 = q[1][j][l], q2 = q[2][j][l], q3 = q[3][j][l];
+        const float e02 = q0 + q2, e13 = q1 + q3, f02 = q0 + 4.f * q2, f13 = q1 + 4.f * q3;
+        t[0][j][l] = q0;
+        t[1][j][l] = e02 + e13;
+        t[2][j][l] = e02 - e13;
+        t[3][j][l] = f02 + 2.f * f13;
+        t[4][j][l] = f02 - 2.f * f13;
+        t[5][j][l] = q3;
+      }
+    for (int i = 0; i < kAlpha; ++i) {
+      float* out = dm + i * kAlpha * ld + kb * kLanes;
+      for (int l = 0; l < kLanes; ++l) {
+        const float q0 = t[i][0][l], q1 = t[i][1][l], q2 = t[i][2][l], q3 = t[i][3][l];
+        const float e02 = q0 + q2, e13 = q1 + q3, f02 = q0 + 4.f * q2, f13 = q1 + 4.f * q3;
+        out[0 * ld + l] = q0;
+        out[1 * ld + l] = e02 + e13;
+        out[2 * ld + l] = e02 - e13;
+        out[3 * ld + l] = f02 + 2.f * f13;
+        out[4 * ld + l] = f02 - 2.f * f13;
+        out[5 * ld + l] = q3;
+      }
+    }
+  }
+}
+
+// U = G g G^T for count 3x3 kernels g_i at kernels + i * stride (turned 180 degrees if
+// turned), into u[xi * ld + i]: each of the 36 points' values is one contiguous run. Eight
+// kernels at a time, one per vector lane; count is a multiple of 8.
+RINGTRAIN_STREAM_CLONES void weight_rows(const float* __restrict kernels, std::int64_t count, std::int64_t stride,
+                                         bool turned, float* __restrict u, std::int64_t ld) {
+  for (std::int64_t k0 = 0; k0 < count; k0 += kLanes) {
+    float g[9][kLanes];
+    for (int l = 0; l < kLanes; ++l)
+      for (int i = 0; i < 9; ++i) g[i][l] = kernels[(k0 + l) * stride + (turned ? 8 - i : i)];
+    float t[kAlpha][3][kLanes];  // G g
+    for (int j = 0; j < 3; ++j)
+      for (int l = 0; l < kLanes; ++l) {
+        const float g0 = g[0 * 3 + j][l], g1 = g[1 * 3 + j][l], g2 = g[2 * 3 + j][l], s02 = g0 + g2;
+        t[0][j][l] = g0 * (1.f / 4);
+        t[1][j][l] = -(s02 + g1) * (1.f / 6);
+        t[2][j][l] = -(s02 - g1) * (1.f / 6);
+        t[3][j][l] = g0 * (1.f / 24) + g1 * (1.f / 12) + g2 * (1.f / 6);
+        t[4][j][l] = g0 * (1.f / 24) - g1 * (1.f / 12) + g2 * (1.f / 6);
+        t[5][j][l] = g2;
+      }
+    for (int i = 0; i < kAlpha; ++i) {
+      float* row = u + i * kAlpha * ld + k0;
+      for (int l = 0; l < kLanes; ++l) {
+        const float g0 = t[i][0][l], g1 = t[i][1][l], g2 = t[i][2][l], s02 = g0 + g2;
+        row[0 * ld + l] = g0 * (1.f / 4);
+        row[1 * ld + l] = -(s02 + g1) * (1.f / 6);
+        row[2 * ld + l] = -(s02 - g1) * (1.f / 6);
+        row[3 * ld + l] = g0 * (1.f / 24) + g1 * (1.f / 12) + g2 * (1.f / 6);
+        row[4 * ld + l] = g0 * (1.f / 24) - g1 * (1.f / 12) + g2 * (1.f / 6);
+        row[5 * ld + l] = g2;
+      }
+    }
+  }
+}
+
+// dg = G^T dU G for input channel c and every output channel k: du[xi * plane + c * cout + k],
+// into the (out, in, 3, 3) gradient. The inner loop runs over k, contiguous in du.
+RINGTRAIN_STREAM_CLONES void weight_grad_rows(const float* __restrict du, std::int64_t cin, std::int64_t cout,
+                                              std::int64_t c, std::int64_t plane, float* __restrict dw) {
+  constexpr std::int64_t kBlock = 64;  // output channels at a time: t below stays in L1
+  for (std::int64_t k0 = 0; k0 < cout; k0 += kBlock) {
+    const std::int64_t nk = std::min(kBlock, cout - k0);
+    float t[3][kAlpha][kBlock];  // G^T dU
+    for (int j = 0; j < kAlpha; ++j) {
+      const float* col = du + j * plane + c * cout + k0;
+      for (std::int64_t k = 0; k < nk; ++k) {
+        const float e0 = col[0 * kAlpha * plane + k], e1 = col[1 * kAlpha * plane + k],
+                    e2 = col[2 * kAlpha * plane + k], e3 = col[3 * kAlpha * plane + k],
+                    e4 = col[4 * kAlpha * plane + k], e5 = col[5 * kAlpha * plane + k];
+        const float s12 = e1 + e2, d12 = e2 - e1, s34 = e3 + e4, d34 = e3 - e4;
+        t[0][j][k] = e0 * (1.f / 4) - s12 * (1.f / 6) + s34 * (1.f / 24);
+        t[1][j][k] = d12 * (1.f / 6) + d34 * (1.f / 12);
+        t[2][j][k] = (s34 - s12) * (1.f / 6) + e5;
+      }
+    }
+    for (std::int64_t k = 0; k < nk; ++k) {
+      float* g = dw + ((k0 + k) * cin + c) * 9;
+      for (int i = 0; i < 3; ++i) {
+        const float e0 = t[i][0][k], e1 = t[i][1][k], e2 = t[i][2][k], e3 = t[i][3][k], e4 = t[i][4][k],
+                    e5 = t[i][5][k];
+        const float s12 = e1 + e2, d12 = e2 - e1, s34 = e3 + e4, d34 = e3 - e4;
+        g[i * 3 + 0] = e0 * (1.f / 4) - s12 * (1.f / 6) + s34 * (1.f / 24);
+        g[i * 3 + 1] = d12 * (1.f / 6) + d34 * (1.f / 12);
+        g[i * 3 + 2] = (s34 - s12) * (1.f / 6) + e5;
+      }
+    }
+  }
+}
+
+// Tiles per chunk: about kChunkBytes of V and M, but at least min_tiles (the sgemms' rows, or
+// for backward-weights their depth), which matters for wide layers.
+std::int64_t chunk_tiles(std::int64_t cin, std::int64_t cout, std::int64_t tiles, std::int64_t min_tiles) {
+  const std::int64_t per_tile = kPoints * (cin + cout) * static_cast<std::int64_t>(sizeof(float));
+  return std::clamp<std::int64_t>(kChunkBytes / per_tile, std::min(min_tiles, tiles), tiles);
+}
+
+void sgemm(char ta, char tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
+           const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  if (dnnl_sgemm(ta, tb, m, n, k, 1.f, a, lda, b, ldb, beta, c, ldc) != dnnl_success)
+    throw std::runtime_error(fmt::format("winograd: dnnl_sgemm failed ({}x{}x{})", m, n, k));
+}
+
+// Scratch shared by every layer that runs on this thread (layers run one at a time).
+std::vector<float>& scratch(std::size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf;
+}
+
+// Points' matrices 64 bytes apart beyond their size: at a power-of-two stride the 36 rows a
+// weight transform writes (or reads) at once would share a cache set.
+std::int64_t padded_plane(std::int64_t in, std::int64_t out) { return in * out + 16; }
+
+}  // namespace
+
+bool applies(int in, int out, int kernel, int stride, int pad, int dilation, int groups) {
+  return kernel == 3 && stride == 1 && pad == 1 && dilation == 1 && groups == 1 && in % kLanes == 0 &&
+         out % kLanes == 0 && in >= 64 && out >= 64;
+}
+
+Weights::Weights(std::int64_t in, std::int64_t out) : in_(in), out_(out), plane_(padded_plane(in, out)) {
+  if (in <= 0 || out <= 0 || in % kLanes != 0 || out % kLanes != 0)
+    throw std::invalid_argument(fmt::format("winograd: {} -> {} channels, not multiples of 8", in, out));
+  fwd_.resize(static_cast<std::size_t>(kPoints * plane_));
+  bwd_.resize(fwd_.size());
+}
+
+void Weights::set(const float* weights) {
+  const std::int64_t cin = in_, cout = out_;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t c = 0; c < cin; ++c)  // fwd_[xi][c][k]: kernels (k, c) for every k
+    weight_rows(weights + c * 9, cout, cin * 9, false, fwd_.data() + c * cout, plane_);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t k = 0; k < cout; ++k)  // bwd_[xi][k][c]: kernels (k, c) for every c
+    weight_rows(weights + k * cin * 9, cin, 9, true, bwd_.data() + k * cin, plane_);
+}
+
+Conv3x3::Conv3x3(const Shape& s) : shape_(s) {
+  if (s.batch <= 0 || s.height <= 0 || s.width <= 0 || s.in <= 0 || s.out <= 0 || s.in % kLanes != 0 ||
+      s.out % kLanes != 0)
+    throw std::invalid_argument(fmt::format("winograd: unsupported shape {}x{}x{}x{} -> {} channels", s.batch, s.in,
+                                            s.height, s.width, s.out));
+  tiles_h_ = (s.height + kTile - 1) / kTile;
+  tiles_w_ = (s.width + kTile - 1) / kTile;
+  tiles_ = s.batch * tiles_h_ * tiles_w_;
+}
+
+void Conv3x3::convolve(const float* src, std::int64_t cin, float* dst, std::int64_t cout, const float* u,
+                       std::int64_t plane, const float* bias, bool relu) const {
+  const std::int64_t h = shape_.height, w = shape_.width, chunk = chunk_tiles(cin, cout, tiles_, kMinTiles);
+  std::vector<float>& buf = scratch(static_cast<std::size_t>(kPoints * chunk * (cin + cout)));
+  float* v = buf.data();
+  float* m = v + kPoints * chunk * cin;
+  for (std::int64_t p0 = 0; p0 < tiles_; p0 += chunk) {
+    const std::int64_t count = std::min(chunk, tiles_ - p0);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t t = 0; t < count; ++t)
+      input_tile(src, cin / kLanes, h, w, tile_pos(p0 + t, tiles_h_, tiles_w_), v + t * cin, count * cin);
+    for (int xi = 0; xi < kPoints; ++xi)
+      sgemm('N', 'N', count, cout, cin, v + xi * count * cin, cin, u + xi * plane, cout, 0.f,
+            m + xi * count * cout, cout);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t t = 0; t < count; ++t)
+      output_tile(m + t * cout, count * cout, cout / kLanes, h, w, tile_pos(p0 + t, tiles_h_, tiles_w_), bias, relu,
+                  dst);
+  }
+}
+
+void Conv3x3::forward(const Weights& w, const float* src, float* dst, const float* bias, bool relu) const {
+  convolve(src, shape_.in, dst, shape_.out, w.forward(), w.plane(), bias, relu);
+}
+
+void Conv3x3::backward_data(const Weights& w, const float* diff_dst, float* diff_src) const {
+  convolve(diff_dst, shape_.out, diff_src, shape_.in, w.backward_data(), w.plane(), nullptr, false);
+}
+
+void Conv3x3::backward_weights(const float* src, const float* diff_dst, float* diff_weights,
+                               float* diff_bias) const {
+  const std::int64_t cin = shape_.in, cout = shape_.out, h = shape_.height, w = shape_.width;
+  const std::int64_t chunk = chunk_tiles(cin, cout, tiles_, kMinBackwardWeightsTiles),
+                     plane = padded_plane(cin, cout);
+  std::vector<float>& buf = scratch(static_cast<std::size_t>(kPoints * (chunk * (cin + cout) + plane)));
+  float* v = buf.data();
+  float* dm = v + kPoints * chunk * cin;
+  float* du = dm + kPoints * chunk * cout;  // [36][in][out]
+  for (std::int64_t p0 = 0; p0 < tiles_; p0 += chunk) {
+    const std::int64_t count = std::min(chunk, tiles_ - p0);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t t = 0; t < count; ++t) {
+      const TilePos pos = tile_pos(p0 + t, tiles_h_, tiles_w_);
+      input_tile(src, cin / kLanes, h, w, pos, v + t * cin, count * cin);
+      diff_output_tile(diff_dst, cout / kLanes, h, w, pos, dm + t * cout, count * cout);
+    }
+    for (int xi = 0; xi < kPoints; ++xi)
+      sgemm('T', 'N', cin, cout, count, v + xi * count * cin, cin, dm + xi * count * cout, cout, p0 == 0 ? 0.f : 1.f,
+            du + xi * plane, cout);
+  }
+#pragma omp parallel for schedule(static)
+  for (std::int64_t c = 0; c < cin; ++c) weight_grad_rows(du, cin, cout, c, plane, diff_weights);
+  if (!diff_bias) return;
+  const std::int64_t blocks = cout / kLanes, pixels = h * w;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t kb = 0; kb < blocks; ++kb) {
+    double sum[kLanes] = {};
+    for (std::int64_t n = 0; n < shape_.batch; ++n) {
+      const float* img = diff_dst + (n * blocks + kb) * pixels * kLanes;
+      for (std::int64_t i = 0; i < pixels; ++i)
+        for (int l = 0; l < kLanes; ++l) sum[l] += img[i * kLanes + l];
+    }
+    for (int l = 0; l < kLanes; ++l) diff_bias[kb * kLanes + l] = static_cast<float>(sum[l]);
+  }
+}
+
+}  // namespace ringtrain::winograd
