@@ -10,7 +10,7 @@
 // fp32 master weights to bf16 (narrowed directly when oneDNN wants them plain), activations
 // are bf16, and backward-weights writes fp32 diff_weights and diff_bias.
 //
-// On an AVX2 CPU the fp32 3x3 convolutions nn/Winograd takes (stride 1, padding 1, 64 channels
+// On an AVX2 CPU the fp32 3x3 convolutions nn/Winograd takes (stride 1, padding 1, 16 channels
 // or more) run on it instead, with nChw8c activations (oneDNN's own choice there, so no
 // neighbour reorders) and weights transformed once per parameter change. On AVX-512 oneDNN
 // picks nChw16c and has Winograd kernels of its own, so there the layer stays on oneDNN.

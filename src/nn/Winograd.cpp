@@ -42,47 +42,67 @@ TilePos tile_pos(std::int64_t p, std::int64_t tiles_h, std::int64_t tiles_w) {
   return {p / per_image, (r / tiles_w) * kTile, (r % tiles_w) * kTile};
 }
 
+// Eight floats as one value (GCC's vector extension: one AVX2 register in the avx2 clone, two SSE
+// registers in the baseline one; element-wise IEEE operations either way, so the same bits).
+// Loads and stores through it may be unaligned and alias floats.
+typedef float v8 __attribute__((vector_size(32), aligned(4), may_alias));
+inline const v8& load(const float* p) { return *reinterpret_cast<const v8*>(p); }
+inline v8& store(float* p) { return *reinterpret_cast<v8*>(p); }
+
+// B^T x for the 6 values x[0 .. 5 * step] (the rows or the columns of a 6x6 tile).
+inline void bt6(const v8* x, std::int64_t step, v8* out, std::int64_t out_step) {
+  const v8 d0 = x[0], d1 = x[step], d2 = x[2 * step], d3 = x[3 * step], d4 = x[4 * step], d5 = x[5 * step];
+  out[0] = 4.f * d0 - 5.f * d2 + d4;
+  out[out_step] = (d4 + d3) - 4.f * (d1 + d2);
+  out[2 * out_step] = (d4 - d3) + 4.f * (d1 - d2);
+  out[3 * out_step] = (d4 - d2) + 2.f * (d3 - d1);
+  out[4 * out_step] = (d4 - d2) - 2.f * (d3 - d1);
+  out[5 * out_step] = 4.f * d1 - 5.f * d3 + d5;
+}
+
+// A^T m for the 6 values m[0 .. 5 * step] into 4.
+inline void at6(const v8* m, std::int64_t step, v8* out, std::int64_t out_step) {
+  const v8 m0 = m[0], m1 = m[step], m2 = m[2 * step], m3 = m[3 * step], m4 = m[4 * step], m5 = m[5 * step];
+  const v8 s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
+  out[0] = m0 + s12 + s34;
+  out[out_step] = d12 + 2.f * d34;
+  out[2 * out_step] = s12 + 4.f * s34;
+  out[3 * out_step] = d12 + 8.f * d34 + m5;
+}
+
+// A q for the 4 values q[0 .. 3 * step] into 6 (the transpose of at6).
+inline void a4(const v8* q, std::int64_t step, v8* out, std::int64_t out_step) {
+  const v8 q0 = q[0], q1 = q[step], q2 = q[2 * step], q3 = q[3 * step];
+  const v8 e02 = q0 + q2, e13 = q1 + q3, f02 = q0 + 4.f * q2, f13 = q1 + 4.f * q3;
+  out[0] = q0;
+  out[out_step] = e02 + e13;
+  out[2 * out_step] = e02 - e13;
+  out[3 * out_step] = f02 + 2.f * f13;
+  out[4 * out_step] = f02 - 2.f * f13;
+  out[5 * out_step] = q3;
+}
+
 // V = B^T d B for one tile and all channel blocks: d is the 6x6 input patch at (y - 1, x - 1)
 // (zeros outside the image); v[xi * ld + c] for the 36 points xi.
 RINGTRAIN_STREAM_CLONES void input_tile(const float* __restrict src, std::int64_t blocks, std::int64_t h,
                                         std::int64_t w, TilePos pos, float* __restrict v, std::int64_t ld) {
+  const bool inside = pos.y >= 1 && pos.y + 5 <= h && pos.x >= 1 && pos.x + 5 <= w;
   for (std::int64_t cb = 0; cb < blocks; ++cb) {
     const float* img = src + ((pos.n * blocks + cb) * h) * w * kLanes;
-    float d[kAlpha][kAlpha][kLanes];
+    v8 d[kAlpha][kAlpha];
     for (int i = 0; i < kAlpha; ++i) {
       const std::int64_t y = pos.y - 1 + i;
       for (int j = 0; j < kAlpha; ++j) {
         const std::int64_t x = pos.x - 1 + j;
-        if (y >= 0 && y < h && x >= 0 && x < w)
-          std::memcpy(d[i][j], img + (y * w + x) * kLanes, sizeof d[i][j]);
-        else
-          std::memset(d[i][j], 0, sizeof d[i][j]);
+        d[i][j] = inside || (y >= 0 && y < h && x >= 0 && x < w) ? load(img + (y * w + x) * kLanes) : v8{};
       }
     }
-    float t[kAlpha][kAlpha][kLanes];  // B^T d
-    for (int j = 0; j < kAlpha; ++j)
-      for (int l = 0; l < kLanes; ++l) {
-        const float d0 = d[0][j][l], d1 = d[1][j][l], d2 = d[2][j][l], d3 = d[3][j][l], d4 = d[4][j][l],
-                    d5 = d[5][j][l];
-        t[0][j][l] = 4.f * d0 - 5.f * d2 + d4;
-        t[1][j][l] = (d4 + d3) - 4.f * (d1 + d2);
-        t[2][j][l] = (d4 - d3) + 4.f * (d1 - d2);
-        t[3][j][l] = (d4 - d2) + 2.f * (d3 - d1);
-        t[4][j][l] = (d4 - d2) - 2.f * (d3 - d1);
-        t[5][j][l] = 4.f * d1 - 5.f * d3 + d5;
-      }
+    v8 t[kAlpha][kAlpha];  // B^T d
+    for (int j = 0; j < kAlpha; ++j) bt6(&d[0][j], kAlpha, &t[0][j], kAlpha);
     for (int i = 0; i < kAlpha; ++i) {
-      float* out = v + i * kAlpha * ld + cb * kLanes;
-      for (int l = 0; l < kLanes; ++l) {
-        const float e0 = t[i][0][l], e1 = t[i][1][l], e2 = t[i][2][l], e3 = t[i][3][l], e4 = t[i][4][l],
-                    e5 = t[i][5][l];
-        out[0 * ld + l] = 4.f * e0 - 5.f * e2 + e4;
-        out[1 * ld + l] = (e4 + e3) - 4.f * (e1 + e2);
-        out[2 * ld + l] = (e4 - e3) + 4.f * (e1 - e2);
-        out[3 * ld + l] = (e4 - e2) + 2.f * (e3 - e1);
-        out[4 * ld + l] = (e4 - e2) - 2.f * (e3 - e1);
-        out[5 * ld + l] = 4.f * e1 - 5.f * e3 + e5;
-      }
+      v8 r[kAlpha];
+      bt6(t[i], 1, r, 1);
+      for (int j = 0; j < kAlpha; ++j) store(v + (i * kAlpha + j) * ld + cb * kLanes) = r[j];
     }
   }
 }
@@ -92,40 +112,22 @@ RINGTRAIN_STREAM_CLONES void input_tile(const float* __restrict src, std::int64_
 RINGTRAIN_STREAM_CLONES void output_tile(const float* __restrict m, std::int64_t ld, std::int64_t blocks,
                                          std::int64_t h, std::int64_t w, TilePos pos, const float* __restrict bias,
                                          bool relu, float* __restrict dst) {
+  const v8 zero{};
   for (std::int64_t kb = 0; kb < blocks; ++kb) {
-    float t[kTile][kAlpha][kLanes];  // A^T M
-    for (int j = 0; j < kAlpha; ++j)
-      for (int l = 0; l < kLanes; ++l) {
-        const float* col = m + j * ld + kb * kLanes + l;
-        const float m0 = col[0 * kAlpha * ld], m1 = col[1 * kAlpha * ld], m2 = col[2 * kAlpha * ld],
-                    m3 = col[3 * kAlpha * ld], m4 = col[4 * kAlpha * ld], m5 = col[5 * kAlpha * ld];
-        const float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
-        t[0][j][l] = m0 + s12 + s34;
-        t[1][j][l] = d12 + 2.f * d34;
-        t[2][j][l] = s12 + 4.f * s34;
-        t[3][j][l] = d12 + 8.f * d34 + m5;
-      }
+    v8 in[kAlpha][kAlpha];
+    for (int xi = 0; xi < kPoints; ++xi) in[xi / kAlpha][xi % kAlpha] = load(m + xi * ld + kb * kLanes);
+    v8 t[kTile][kAlpha];  // A^T M
+    for (int j = 0; j < kAlpha; ++j) at6(&in[0][j], kAlpha, &t[0][j], kAlpha);
+    const v8 b = bias ? load(bias + kb * kLanes) : zero;
     float* img = dst + ((pos.n * blocks + kb) * h) * w * kLanes;
-    for (int i = 0; i < kTile; ++i) {
-      const std::int64_t y = pos.y + i;
-      if (y >= h) break;
-      float o[kTile][kLanes];
-      for (int l = 0; l < kLanes; ++l) {
-        const float m0 = t[i][0][l], m1 = t[i][1][l], m2 = t[i][2][l], m3 = t[i][3][l], m4 = t[i][4][l],
-                    m5 = t[i][5][l];
-        const float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
-        o[0][l] = m0 + s12 + s34;
-        o[1][l] = d12 + 2.f * d34;
-        o[2][l] = s12 + 4.f * s34;
-        o[3][l] = d12 + 8.f * d34 + m5;
-      }
+    for (int i = 0; i < kTile && pos.y + i < h; ++i) {
+      v8 o[kTile];
+      at6(t[i], 1, o, 1);
       for (int j = 0; j < kTile && pos.x + j < w; ++j) {
-        float* px = img + (y * w + pos.x + j) * kLanes;
-        for (int l = 0; l < kLanes; ++l) {
-          float r = o[j][l];
-          if (bias) r += bias[kb * kLanes + l];
-          px[l] = relu ? std::max(r, 0.f) : r;
-        }
+        v8 r = o[j];
+        if (bias) r += b;
+        if (relu) r = r < zero ? zero : r;
+        store(img + ((pos.y + i) * w + pos.x + j) * kLanes) = r;
       }
     }
   }
@@ -137,108 +139,75 @@ RINGTRAIN_STREAM_CLONES void diff_output_tile(const float* __restrict diff_dst, 
                                               std::int64_t w, TilePos pos, float* __restrict dm, std::int64_t ld) {
   for (std::int64_t kb = 0; kb < blocks; ++kb) {
     const float* img = diff_dst + ((pos.n * blocks + kb) * h) * w * kLanes;
-    float q[kTile][kTile][kLanes];
+    v8 q[kTile][kTile];
     for (int i = 0; i < kTile; ++i)
       for (int j = 0; j < kTile; ++j) {
         const std::int64_t y = pos.y + i, x = pos.x + j;
-        if (y < h && x < w)
-          std::memcpy(q[i][j], img + (y * w + x) * kLanes, sizeof q[i][j]);
-        else
-          std::memset(q[i][j], 0, sizeof q[i][j]);
+        q[i][j] = y < h && x < w ? load(img + (y * w + x) * kLanes) : v8{};
       }
-    float t[kAlpha][kTile][kLanes];  // A dY
-    for (int j = 0; j < kTile; ++j)
-      for (int l = 0; l < kLanes; ++l) {
-        const float q0 = q[0][j][l], q1 = q[1][j][l], q2 = q[2][j][l], q3 = q[3][j][l];
-        const float e02 = q0 + q2, e13 = q1 + q3, f02 = q0 + 4.f * q2, f13 = q1 + 4.f * q3;
-        t[0][j][l] = q0;
-        t[1][j][l] = e02 + e13;
-        t[2][j][l] = e02 - e13;
-        t[3][j][l] = f02 + 2.f * f13;
-        t[4][j][l] = f02 - 2.f * f13;
-        t[5][j][l] = q3;
-      }
+    v8 t[kAlpha][kTile];  // A dY
+    for (int j = 0; j < kTile; ++j) a4(&q[0][j], kTile, &t[0][j], kTile);
     for (int i = 0; i < kAlpha; ++i) {
-      float* out = dm + i * kAlpha * ld + kb * kLanes;
-      for (int l = 0; l < kLanes; ++l) {
-        const float q0 = t[i][0][l], q1 = t[i][1][l], q2 = t[i][2][l], q3 = t[i][3][l];
-        const float e02 = q0 + q2, e13 = q1 + q3, f02 = q0 + 4.f * q2, f13 = q1 + 4.f * q3;
-        out[0 * ld + l] = q0;
-        out[1 * ld + l] = e02 + e13;
-        out[2 * ld + l] = e02 - e13;
-        out[3 * ld + l] = f02 + 2.f * f13;
-        out[4 * ld + l] = f02 - 2.f * f13;
-        out[5 * ld + l] = q3;
-      }
+      v8 r[kAlpha];
+      a4(t[i], 1, r, 1);
+      for (int j = 0; j < kAlpha; ++j) store(dm + (i * kAlpha + j) * ld + kb * kLanes) = r[j];
     }
   }
 }
 
+// G g for the 3 values g[0 .. 2 * step] into 6.
+inline void g3(const v8* g, std::int64_t step, v8* out, std::int64_t out_step) {
+  const v8 g0 = g[0], g1 = g[step], g2 = g[2 * step], s02 = g0 + g2;
+  out[0] = g0 * (1.f / 4);
+  out[out_step] = -(s02 + g1) * (1.f / 6);
+  out[2 * out_step] = -(s02 - g1) * (1.f / 6);
+  out[3 * out_step] = g0 * (1.f / 24) + g1 * (1.f / 12) + g2 * (1.f / 6);
+  out[4 * out_step] = g0 * (1.f / 24) - g1 * (1.f / 12) + g2 * (1.f / 6);
+  out[5 * out_step] = g2;
+}
+
+// G^T e for the 6 values e[0 .. 5 * step] into 3 (the transpose of g3).
+inline void gt6(const v8* e, std::int64_t step, v8* out, std::int64_t out_step) {
+  const v8 e0 = e[0], e1 = e[step], e2 = e[2 * step], e3 = e[3 * step], e4 = e[4 * step], e5 = e[5 * step];
+  const v8 s12 = e1 + e2, d12 = e2 - e1, s34 = e3 + e4, d34 = e3 - e4;
+  out[0] = e0 * (1.f / 4) - s12 * (1.f / 6) + s34 * (1.f / 24);
+  out[out_step] = d12 * (1.f / 6) + d34 * (1.f / 12);
+  out[2 * out_step] = (s34 - s12) * (1.f / 6) + e5;
+}
+
 // U = G g G^T for count 3x3 kernels g_i at kernels + i * stride (turned 180 degrees if
 // turned), into u[xi * ld + i]: each of the 36 points' values is one contiguous run. Eight
-// kernels at a time, one per vector lane; count is a multiple of 8.
+// kernels at a time, one per lane; count is a multiple of 8.
 RINGTRAIN_STREAM_CLONES void weight_rows(const float* __restrict kernels, std::int64_t count, std::int64_t stride,
                                          bool turned, float* __restrict u, std::int64_t ld) {
   for (std::int64_t k0 = 0; k0 < count; k0 += kLanes) {
-    float g[9][kLanes];
-    for (int l = 0; l < kLanes; ++l)
-      for (int i = 0; i < 9; ++i) g[i][l] = kernels[(k0 + l) * stride + (turned ? 8 - i : i)];
-    float t[kAlpha][3][kLanes];  // G g
-    for (int j = 0; j < 3; ++j)
-      for (int l = 0; l < kLanes; ++l) {
-        const float g0 = g[0 * 3 + j][l], g1 = g[1 * 3 + j][l], g2 = g[2 * 3 + j][l], s02 = g0 + g2;
-        t[0][j][l] = g0 * (1.f / 4);
-        t[1][j][l] = -(s02 + g1) * (1.f / 6);
-        t[2][j][l] = -(s02 - g1) * (1.f / 6);
-        t[3][j][l] = g0 * (1.f / 24) + g1 * (1.f / 12) + g2 * (1.f / 6);
-        t[4][j][l] = g0 * (1.f / 24) - g1 * (1.f / 12) + g2 * (1.f / 6);
-        t[5][j][l] = g2;
-      }
+    v8 g[3][3];
+    for (int i = 0; i < 9; ++i)
+      for (int l = 0; l < kLanes; ++l) g[i / 3][i % 3][l] = kernels[(k0 + l) * stride + (turned ? 8 - i : i)];
+    v8 t[kAlpha][3];  // G g
+    for (int j = 0; j < 3; ++j) g3(&g[0][j], 3, &t[0][j], 3);
     for (int i = 0; i < kAlpha; ++i) {
-      float* row = u + i * kAlpha * ld + k0;
-      for (int l = 0; l < kLanes; ++l) {
-        const float g0 = t[i][0][l], g1 = t[i][1][l], g2 = t[i][2][l], s02 = g0 + g2;
-        row[0 * ld + l] = g0 * (1.f / 4);
-        row[1 * ld + l] = -(s02 + g1) * (1.f / 6);
-        row[2 * ld + l] = -(s02 - g1) * (1.f / 6);
-        row[3 * ld + l] = g0 * (1.f / 24) + g1 * (1.f / 12) + g2 * (1.f / 6);
-        row[4 * ld + l] = g0 * (1.f / 24) - g1 * (1.f / 12) + g2 * (1.f / 6);
-        row[5 * ld + l] = g2;
-      }
+      v8 r[kAlpha];
+      g3(t[i], 1, r, 1);
+      for (int j = 0; j < kAlpha; ++j) store(u + (i * kAlpha + j) * ld + k0) = r[j];
     }
   }
 }
 
 // dg = G^T dU G for input channel c and every output channel k: du[xi * plane + c * cout + k],
-// into the (out, in, 3, 3) gradient. The inner loop runs over k, contiguous in du.
+// into the (out, in, 3, 3) gradient, eight output channels at a time.
 RINGTRAIN_STREAM_CLONES void weight_grad_rows(const float* __restrict du, std::int64_t cin, std::int64_t cout,
                                               std::int64_t c, std::int64_t plane, float* __restrict dw) {
-  constexpr std::int64_t kBlock = 64;  // output channels at a time: t below stays in L1
-  for (std::int64_t k0 = 0; k0 < cout; k0 += kBlock) {
-    const std::int64_t nk = std::min(kBlock, cout - k0);
-    float t[3][kAlpha][kBlock];  // G^T dU
-    for (int j = 0; j < kAlpha; ++j) {
-      const float* col = du + j * plane + c * cout + k0;
-      for (std::int64_t k = 0; k < nk; ++k) {
-        const float e0 = col[0 * kAlpha * plane + k], e1 = col[1 * kAlpha * plane + k],
-                    e2 = col[2 * kAlpha * plane + k], e3 = col[3 * kAlpha * plane + k],
-                    e4 = col[4 * kAlpha * plane + k], e5 = col[5 * kAlpha * plane + k];
-        const float s12 = e1 + e2, d12 = e2 - e1, s34 = e3 + e4, d34 = e3 - e4;
-        t[0][j][k] = e0 * (1.f / 4) - s12 * (1.f / 6) + s34 * (1.f / 24);
-        t[1][j][k] = d12 * (1.f / 6) + d34 * (1.f / 12);
-        t[2][j][k] = (s34 - s12) * (1.f / 6) + e5;
-      }
-    }
-    for (std::int64_t k = 0; k < nk; ++k) {
-      float* g = dw + ((k0 + k) * cin + c) * 9;
-      for (int i = 0; i < 3; ++i) {
-        const float e0 = t[i][0][k], e1 = t[i][1][k], e2 = t[i][2][k], e3 = t[i][3][k], e4 = t[i][4][k],
-                    e5 = t[i][5][k];
-        const float s12 = e1 + e2, d12 = e2 - e1, s34 = e3 + e4, d34 = e3 - e4;
-        g[i * 3 + 0] = e0 * (1.f / 4) - s12 * (1.f / 6) + s34 * (1.f / 24);
-        g[i * 3 + 1] = d12 * (1.f / 6) + d34 * (1.f / 12);
-        g[i * 3 + 2] = (s34 - s12) * (1.f / 6) + e5;
-      }
+  for (std::int64_t k0 = 0; k0 < cout; k0 += kLanes) {
+    v8 e[kAlpha][kAlpha];
+    for (int xi = 0; xi < kPoints; ++xi) e[xi / kAlpha][xi % kAlpha] = load(du + xi * plane + c * cout + k0);
+    v8 t[3][kAlpha];  // G^T dU
+    for (int j = 0; j < kAlpha; ++j) gt6(&e[0][j], kAlpha, &t[0][j], kAlpha);
+    v8 g[3][3];
+    for (int i = 0; i < 3; ++i) gt6(t[i], 1, g[i], 1);
+    for (int l = 0; l < kLanes; ++l) {
+      float* out = dw + ((k0 + l) * cin + c) * 9;
+      for (int i = 0; i < 9; ++i) out[i] = g[i / 3][i % 3][l];
     }
   }
 }
@@ -271,7 +240,7 @@ std::int64_t padded_plane(std::int64_t in, std::int64_t out) { return in * out +
 
 bool applies(int in, int out, int kernel, int stride, int pad, int dilation, int groups) {
   return kernel == 3 && stride == 1 && pad == 1 && dilation == 1 && groups == 1 && in % kLanes == 0 &&
-         out % kLanes == 0 && in >= 64 && out >= 64;
+         out % kLanes == 0 && in >= 2 * kLanes && out >= 2 * kLanes;
 }
 
 Weights::Weights(std::int64_t in, std::int64_t out) : in_(in), out_(out), plane_(padded_plane(in, out)) {

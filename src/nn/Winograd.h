@@ -27,8 +27,8 @@ struct Shape {
 };
 
 // Whether a convolution with these hyper-parameters runs here: 3x3, stride 1, padding 1,
-// dense, at least 64 channels in and out (below that the sgemms are too thin: at 16 channels
-// oneDNN's direct kernels were 1.5x faster, at 32 the two were even; wino_bench).
+// dense, channels in and out multiples of 8 and at least 16 (at 16 the three passes still ran
+// 1.1-1.9x oneDNN's direct kernels on resnet20's shapes; wino_bench).
 bool applies(int in, int out, int kernel, int stride, int pad, int dilation, int groups);
 
 // The transformed weights of one layer, for every batch shape: U = G g G^T for the forward

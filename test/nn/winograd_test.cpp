@@ -122,7 +122,8 @@ TEST_CASE("Winograd: rejects shapes it cannot take", "[nn][winograd]") {
   CHECK_THROWS_AS(winograd::Conv3x3({1, 12, 8, 4, 4}), std::invalid_argument);
   CHECK_THROWS_AS(winograd::Weights(8, 20), std::invalid_argument);
   CHECK(winograd::applies(64, 128, 3, 1, 1, 1, 1));
-  CHECK_FALSE(winograd::applies(32, 64, 3, 1, 1, 1, 1));   // too thin
+  CHECK(winograd::applies(16, 32, 3, 1, 1, 1, 1));
+  CHECK_FALSE(winograd::applies(8, 64, 3, 1, 1, 1, 1));    // too thin
   CHECK_FALSE(winograd::applies(64, 64, 3, 2, 1, 1, 1));   // stride 2
   CHECK_FALSE(winograd::applies(64, 64, 3, 1, 2, 2, 1));   // dilated
   CHECK_FALSE(winograd::applies(64, 64, 3, 1, 1, 1, 2));   // grouped
@@ -130,7 +131,7 @@ TEST_CASE("Winograd: rejects shapes it cannot take", "[nn][winograd]") {
   CHECK_FALSE(winograd::applies(72, 68, 3, 1, 1, 1, 1));   // 68 channels: not whole nChw8c blocks
 }
 
-TEST_CASE("Conv2d runs its fp32 3x3 layers of 64+ channels on Winograd on AVX2, with exact gradients",
+TEST_CASE("Conv2d runs its fp32 3x3 layers of 16+ channels on Winograd on AVX2, with exact gradients",
           "[nn][winograd]") {
   const dnnl::cpu_isa isa = effective_isa();
   const bool avx2 = isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni;
@@ -149,11 +150,15 @@ TEST_CASE("Conv2d runs its fp32 3x3 layers of 64+ channels on Winograd on AVX2, 
   CHECK(rel_error(got.dx, want.dx) < kTol);
   CHECK(rel_error(got.dparams[0], want.dw) < kTol);
   CHECK(rel_error(got.dparams[1], want.db) < 1e-6);
-  // Not on Winograd: 32 channels, stride 2.
-  Conv2d thin("thin", {.in = 32, .out = 64, .kernel = 3, .pad = 1});
-  run_layer(thin, {1, 32, 8, 8}, random_floats(32 * 64, 1), {random_floats(64 * 32 * 9, 2), random_floats(64, 3)}, {},
+  // Not on Winograd: 8 input channels; stride 2.
+  Conv2d thin("thin", {.in = 8, .out = 64, .kernel = 3, .pad = 1});
+  run_layer(thin, {1, 8, 8, 8}, random_floats(8 * 64, 1), {random_floats(64 * 8 * 9, 2), random_floats(64, 3)}, {},
             Phase::kEval);
   CHECK_FALSE(thin.winograd());
+  Conv2d strided("strided", {.in = 64, .out = 64, .kernel = 3, .stride = 2, .pad = 1});
+  run_layer(strided, {1, 64, 8, 8}, random_floats(64 * 64, 4), {random_floats(64 * 64 * 9, 5), random_floats(64, 6)},
+            {}, Phase::kEval);
+  CHECK_FALSE(strided.winograd());
 }
 
 TEST_CASE("Conv2d on Winograd transforms its weights once per parameter change", "[nn][winograd]") {
