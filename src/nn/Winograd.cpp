@@ -46,11 +46,13 @@ TilePos tile_pos(std::int64_t p, std::int64_t tiles_h, std::int64_t tiles_w) {
 // registers in the baseline one; element-wise IEEE operations either way, so the same bits).
 // Loads and stores through it may be unaligned and alias floats.
 typedef float v8 __attribute__((vector_size(32), aligned(4), may_alias));
-inline const v8& load(const float* p) { return *reinterpret_cast<const v8*>(p); }
-inline v8& store(float* p) { return *reinterpret_cast<v8*>(p); }
+// Always inlined, also at the sanitizer builds' -O1, where the calls cost more than the work.
+#define RINGTRAIN_INLINE inline __attribute__((always_inline))
+RINGTRAIN_INLINE const v8& load(const float* p) { return *reinterpret_cast<const v8*>(p); }
+RINGTRAIN_INLINE v8& store(float* p) { return *reinterpret_cast<v8*>(p); }
 
 // B^T x for the 6 values x[0 .. 5 * step] (the rows or the columns of a 6x6 tile).
-inline void bt6(const v8* x, std::int64_t step, v8* out, std::int64_t out_step) {
+RINGTRAIN_INLINE void bt6(const v8* x, std::int64_t step, v8* out, std::int64_t out_step) {
   const v8 d0 = x[0], d1 = x[step], d2 = x[2 * step], d3 = x[3 * step], d4 = x[4 * step], d5 = x[5 * step];
   out[0] = 4.f * d0 - 5.f * d2 + d4;
   out[out_step] = (d4 + d3) - 4.f * (d1 + d2);
@@ -61,7 +63,7 @@ inline void bt6(const v8* x, std::int64_t step, v8* out, std::int64_t out_step) 
 }
 
 // A^T m for the 6 values m[0 .. 5 * step] into 4.
-inline void at6(const v8* m, std::int64_t step, v8* out, std::int64_t out_step) {
+RINGTRAIN_INLINE void at6(const v8* m, std::int64_t step, v8* out, std::int64_t out_step) {
   const v8 m0 = m[0], m1 = m[step], m2 = m[2 * step], m3 = m[3 * step], m4 = m[4 * step], m5 = m[5 * step];
   const v8 s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
   out[0] = m0 + s12 + s34;
@@ -71,7 +73,7 @@ inline void at6(const v8* m, std::int64_t step, v8* out, std::int64_t out_step) 
 }
 
 // A q for the 4 values q[0 .. 3 * step] into 6 (the transpose of at6).
-inline void a4(const v8* q, std::int64_t step, v8* out, std::int64_t out_step) {
+RINGTRAIN_INLINE void a4(const v8* q, std::int64_t step, v8* out, std::int64_t out_step) {
   const v8 q0 = q[0], q1 = q[step], q2 = q[2 * step], q3 = q[3 * step];
   const v8 e02 = q0 + q2, e13 = q1 + q3, f02 = q0 + 4.f * q2, f13 = q1 + 4.f * q3;
   out[0] = q0;
@@ -156,7 +158,7 @@ RINGTRAIN_STREAM_CLONES void diff_output_tile(const float* __restrict diff_dst, 
 }
 
 // G g for the 3 values g[0 .. 2 * step] into 6.
-inline void g3(const v8* g, std::int64_t step, v8* out, std::int64_t out_step) {
+RINGTRAIN_INLINE void g3(const v8* g, std::int64_t step, v8* out, std::int64_t out_step) {
   const v8 g0 = g[0], g1 = g[step], g2 = g[2 * step], s02 = g0 + g2;
   out[0] = g0 * (1.f / 4);
   out[out_step] = -(s02 + g1) * (1.f / 6);
@@ -167,7 +169,7 @@ inline void g3(const v8* g, std::int64_t step, v8* out, std::int64_t out_step) {
 }
 
 // G^T e for the 6 values e[0 .. 5 * step] into 3 (the transpose of g3).
-inline void gt6(const v8* e, std::int64_t step, v8* out, std::int64_t out_step) {
+RINGTRAIN_INLINE void gt6(const v8* e, std::int64_t step, v8* out, std::int64_t out_step) {
   const v8 e0 = e[0], e1 = e[step], e2 = e[2 * step], e3 = e[3 * step], e4 = e[4 * step], e5 = e[5 * step];
   const v8 s12 = e1 + e2, d12 = e2 - e1, s34 = e3 + e4, d34 = e3 - e4;
   out[0] = e0 * (1.f / 4) - s12 * (1.f / 6) + s34 * (1.f / 24);
