@@ -11,7 +11,7 @@
 // are bf16, and backward-weights writes fp32 diff_weights and diff_bias.
 //
 // On an AVX2 CPU the fp32 3x3 convolutions nn/Winograd takes (stride 1, padding 1, 16 channels
-// or more) run on it instead, with nChw8c activations (oneDNN's own choice there, so no
+// or more, 256+ output pixels in the batch) run on it instead, with nChw8c activations (oneDNN's own choice there, so no
 // neighbour reorders) and weights transformed once per parameter change. On AVX-512 oneDNN
 // picks nChw16c and has Winograd kernels of its own, so there the layer stays on oneDNN.
 // RINGTRAIN_CONV_WINOGRAD=0 in the environment keeps every layer on oneDNN (A/B runs).
@@ -171,8 +171,9 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   const Dims out = out_shape(in);
   auto s = std::make_unique<ConvState>();
   auto& eng = engine();
-  if (winograd_applies()) {
-    s->wino = std::make_unique<winograd::Conv3x3>(winograd::Shape{in[0], opt_.in, opt_.out, in[2], in[3]});
+  const winograd::Shape wino_shape{in[0], opt_.in, opt_.out, in[2], in[3]};
+  if (winograd_applies() && winograd::worthwhile(wino_shape)) {
+    s->wino = std::make_unique<winograd::Conv3x3>(wino_shape);
     if (!wino_weights_) wino_weights_ = std::make_shared<winograd::Weights>(opt_.in, opt_.out);
     wino_valid_ = false;  // the parameters may have been bound anew
     s->src_md = memory::desc({in.begin(), in.end()}, memory::data_type::f32, tag::nChw8c);

@@ -245,6 +245,8 @@ bool applies(int in, int out, int kernel, int stride, int pad, int dilation, int
          out % kLanes == 0 && in >= 2 * kLanes && out >= 2 * kLanes;
 }
 
+bool worthwhile(const Shape& s) { return s.batch * s.height * s.width >= 256; }
+
 Weights::Weights(std::int64_t in, std::int64_t out) : in_(in), out_(out), plane_(padded_plane(in, out)) {
   if (in <= 0 || out <= 0 || in % kLanes != 0 || out % kLanes != 0)
     throw std::invalid_argument(fmt::format("winograd: {} -> {} channels, not multiples of 8", in, out));

@@ -30,6 +30,11 @@ struct Shape {
 // dense, channels in and out multiples of 8 and at least 16 (at 16 the three passes still ran
 // 1.1-1.9x oneDNN's direct kernels on resnet20's shapes; wino_bench).
 bool applies(int in, int out, int kernel, int stride, int pad, int dilation, int groups);
+// Whether a batch of this shape gives it enough to do: at least 256 output pixels (batch x
+// height x width). Below that the weights' transform, redone every step, and the tiles'
+// padding outweigh the savings (wino_bench: 32 images of 2x2, or 8 of 4x4, at 256-512
+// channels ran their forward at 0.6x oneDNN's).
+bool worthwhile(const Shape& shape);
 
 // The transformed weights of one layer, for every batch shape: U = G g G^T for the forward
 // and for backward-data (the kernels turned 180 degrees, in and out swapped), 4x the weights

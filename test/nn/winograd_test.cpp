@@ -131,15 +131,17 @@ TEST_CASE("Winograd: rejects shapes it cannot take", "[nn][winograd]") {
   CHECK_FALSE(winograd::applies(64, 64, 3, 1, 1, 1, 2));   // grouped
   CHECK_FALSE(winograd::applies(64, 64, 1, 1, 0, 1, 1));   // 1x1
   CHECK_FALSE(winograd::applies(72, 68, 3, 1, 1, 1, 1));   // 68 channels: not whole nChw8c blocks
+  CHECK(winograd::worthwhile({1, 64, 64, 16, 16}));
+  CHECK_FALSE(winograd::worthwhile({32, 512, 512, 2, 2}));  // 128 output pixels
 }
 
-TEST_CASE("Conv2d runs its fp32 3x3 layers of 16+ channels on Winograd on AVX2, with exact gradients",
+TEST_CASE("Conv2d runs its fp32 3x3 layers of 16+ channels and 256+ output pixels on Winograd on AVX2, with exact gradients",
           "[nn][winograd]") {
   const dnnl::cpu_isa isa = effective_isa();
   const char* off = std::getenv("RINGTRAIN_CONV_WINOGRAD");
   const bool avx2 = (isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni) && !(off && std::string(off) == "0");
   const Conv2d::Options o{.in = 64, .out = 72, .kernel = 3, .stride = 1, .pad = 1, .bias = true};
-  const winograd::Shape s{2, 64, 72, 6, 7};
+  const winograd::Shape s{3, 64, 72, 10, 9};
   const Dims in{s.batch, s.in, s.height, s.width};
   Conv2d conv("conv", o);
   std::vector<std::vector<float>> params{random_floats(static_cast<std::size_t>(72 * 64 * 9), 21),
@@ -162,6 +164,10 @@ TEST_CASE("Conv2d runs its fp32 3x3 layers of 16+ channels on Winograd on AVX2, 
   run_layer(strided, {1, 64, 8, 8}, random_floats(64 * 64, 4), {random_floats(64 * 64 * 9, 5), random_floats(64, 6)},
             {}, Phase::kEval);
   CHECK_FALSE(strided.winograd());
+  Conv2d small("small", {.in = 64, .out = 64, .kernel = 3, .pad = 1});  // 64 output pixels
+  run_layer(small, {1, 64, 8, 8}, random_floats(64 * 64, 7), {random_floats(64 * 64 * 9, 8), random_floats(64, 9)}, {},
+            Phase::kEval);
+  CHECK_FALSE(small.winograd());
 }
 
 TEST_CASE("Conv2d on Winograd transforms its weights once per parameter change", "[nn][winograd]") {
@@ -173,14 +179,14 @@ TEST_CASE("Conv2d on Winograd transforms its weights once per parameter change",
   }
   auto& eng = DnnlContext::get().engine();
   auto& strm = DnnlContext::get().stream();
-  const winograd::Shape s{1, 64, 64, 5, 5};
+  const winograd::Shape s{1, 64, 64, 17, 16};
   Conv2d conv("conv", {.in = 64, .out = 64, .kernel = 3, .pad = 1, .bias = false});
   Tensor w({64, 64, 3, 3}), dw({64, 64, 3, 3});
   const auto w0 = random_floats(static_cast<std::size_t>(w.numel()), 31);
   std::copy(w0.begin(), w0.end(), w.data());
   ParamsVersion version;
   conv.bind_params({w}, {dw}, &version);
-  const Dims in{1, 64, 5, 5};
+  const Dims in{1, 64, 17, 16};
   conv.prepare(plain_md(in), Phase::kEval, false);
   REQUIRE(conv.winograd());
   const auto x = random_floats(static_cast<std::size_t>(numel(in)), 32);
