@@ -230,10 +230,12 @@ TEST_CASE("Whole models pass a gradient check", "[nn][model]") {
   }
   {
     // BatchNorm in train mode: the loss depends on the batch statistics, and so must the
-    // gradient.
+    // gradient. A floor of 6e-3: on AVX2 the 3x3 layers run on Winograd (nn/Winograd), whose
+    // fp32 forward is ~10x noisier than oneDNN's direct kernels, and the conv biases (true
+    // gradient 0: BatchNorm follows them) then read up to 3.05e-3 (conv1.bias, AMD EPYC).
     Model m("vgg11", {3, 32, 32}, 3);
     m.init(6);
-    directional_check(m, random_batch({3, 32, 32}, 4, 3, 16));
+    directional_check(m, random_batch({3, 32, 32}, 4, 3, 16), {.rel = 2e-2, .abs = 6e-3});
   }
 }
 
