@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "nn/BatchStats.h"
+#include "bench_args.h"
 #include "nn/DnnlContext.h"
 
 using dnnl::memory;
@@ -24,16 +25,7 @@ int main(int argc, char** argv) {
   std::vector<memory::dims> shapes;
   int repeats = 50;
   std::vector<long> numbers;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc)
-      repeats = std::max(1, std::atoi(argv[++i]));
-    else
-      numbers.push_back(std::atol(argv[i]));
-  }
-  if (numbers.size() % 4 != 0 || std::any_of(numbers.begin(), numbers.end(), [](long v) { return v <= 0; })) {
-    std::fprintf(stderr, "usage: bn_stats_bench [N C H W ...] [--repeats R]\n");
-    return 2;
-  }
+  if (!ringtrain::test::parse_bench_args(argc, argv, "bn_stats_bench [N C H W ...] [--repeats R]", numbers, repeats)) return 2;
   for (std::size_t i = 0; i < numbers.size(); i += 4) shapes.push_back({numbers[i], numbers[i + 1], numbers[i + 2], numbers[i + 3]});
   if (shapes.empty()) shapes = {{64, 16, 28, 28}, {64, 32, 14, 14}, {64, 64, 7, 7}, {16, 64, 56, 56}, {16, 256, 14, 14}};
 

@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_args.h"
 #include "nn/DnnlContext.h"
 #include "nn/Winograd.h"
 
@@ -48,16 +49,7 @@ double relative_diff(const float* a, const float* b, std::size_t n) {
 int main(int argc, char** argv) {
   int repeats = 5;
   std::vector<long> numbers;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc)
-      repeats = std::max(1, std::atoi(argv[++i]));
-    else
-      numbers.push_back(std::atol(argv[i]));
-  }
-  if (numbers.size() % 4 != 0 || std::any_of(numbers.begin(), numbers.end(), [](long v) { return v <= 0; })) {
-    std::fprintf(stderr, "usage: wino_bench [N C K H ...] [--repeats R]\n");
-    return 2;
-  }
+  if (!ringtrain::test::parse_bench_args(argc, argv, "wino_bench [N C K H ...] [--repeats R]", numbers, repeats)) return 2;
   if (numbers.empty())
     numbers = {16, 64, 64, 56, 16, 128, 128, 28, 16, 256, 256, 14, 16, 512, 512, 7,  32, 64, 64, 56,
                32, 128, 128, 28, 32, 256, 256, 14, 32, 512, 512, 7, 128, 16, 16, 32, 128, 32, 32, 16, 128, 64, 64, 8};
