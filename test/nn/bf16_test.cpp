@@ -214,16 +214,35 @@ TEST_CASE("bf16 zoo models: logits and gradients near fp32's, fp32 arenas, a los
     Model r(c.name, c.shape, 10);
     r.init(3);
     for (auto& w : r.params()) w = bf16_rounded(w);
-    r.forward(x.data(), y.data(), n, Phase::kTrain, 1);
+    const auto rr = r.forward(x.data(), y.data(), n, Phase::kTrain, 1);
     r.backward();
+    const std::vector<float> lr(r.logits().begin(), r.logits().end());
     const std::vector<float> gr(r.grads().begin(), r.grads().end());
-    const double bound = std::clamp(5 * rel_l2_error(gr, ga), 0.01, 0.5);
-    INFO("loss fp32 " << ra.loss_sum / n << " bf16 " << rb.loss_sum / n << ", logits rel error "
-                      << rel_error(lb, la) << ", gradient rel L2 error " << rel_l2_error(gb, ga)
-                      << " (fp32 with bf16-rounded weights: " << rel_l2_error(gr, ga) << ")");
-    CHECK(rb.loss_sum == Approx(ra.loss_sum).epsilon(0.02));
-    CHECK(rel_error(lb, la) < 0.05);
-    CHECK(rel_l2_error(gb, ga) < bound);
+    const double round_logits = rel_error(lr, la), round_grads = rel_l2_error(gr, ga);
+    INFO("loss fp32 " << ra.loss_sum / n << " bf16 " << rb.loss_sum / n << " (fp32 with bf16-rounded weights "
+                      << rr.loss_sum / n << "), logits rel error " << rel_error(lb, la) << " (rounded weights "
+                      << round_logits << "), gradient rel L2 error " << rel_l2_error(gb, ga)
+                      << " (rounded weights " << round_grads << ")");
+    if (round_logits < 0.05) {
+      // Well-conditioned at this init (rounded weights move the logits 0.1-1.1%): bf16
+      // stays near fp32 in absolute terms.
+      CHECK(rb.loss_sum == Approx(ra.loss_sum).epsilon(0.02));
+      CHECK(rel_error(lb, la) < 0.05);
+      CHECK(rel_l2_error(gb, ga) < std::clamp(5 * round_grads, 0.01, 0.5));
+    } else {
+      // Chaotic at this init: mobilenetv2 (52 layers, batch norm over 8 values at 1x1 in its
+      // last stage) moves its logits by 51% and its gradient by 138% in fp32 from rounding
+      // its weights alone (at 128x128 still 10% and 85%), so no bf16 run can be near fp32
+      // there, and a whole-model comparison cannot tell a wrong gradient from the chaos.
+      // It is held to the scale of that chaos (measured bf16 / rounded: logits 1.6-1.7,
+      // gradient 0.94-1.01) and its loss to 5% of fp32's (measured 1.1-2.3% at 1 and 2
+      // threads; rounding the weights alone moves it 6e-5, the activations' bf16 more).
+      // Its layers (depthwise conv, ReLU6, global pooling, batch norm) are checked one by
+      // one above, and the training check below must pass.
+      CHECK(rb.loss_sum == Approx(ra.loss_sum).epsilon(0.05));
+      CHECK(rel_error(lb, la) < 3 * round_logits);
+      CHECK(rel_l2_error(gb, ga) < 3 * round_grads);
+    }
     CHECK(lb != la);  // bf16 really ran
 
     // Training in bf16: plain SGD on the batch lowers the loss as fp32's does.
