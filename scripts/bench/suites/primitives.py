@@ -11,6 +11,7 @@ ringtrain's own code (loss, optimizer, arena), the verbose printing itself, and 
 
   bench.py primitives --models resnet20,vgg11
   bench.py primitives --models resnet18 --from 2 --to 5 --batch resnet18=32
+  bench.py primitives --models resnet50,vgg11 --precision bf16    # bf16 compute (native-bf16 CPUs)
 """
 import collections
 import os
@@ -33,6 +34,7 @@ def add_arguments(p):
     p.add_argument("--batch", default="", help="per-model batch overrides, e.g. resnet18=16")
     p.add_argument("--from", dest="first", type=int, default=4, help="steps of the shorter run (warm-up)")
     p.add_argument("--to", dest="last", type=int, default=14, help="steps of the longer run")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="ringtrain's --precision")
     p.add_argument("--bin", default=ringtrain.default_bin())
     p.add_argument("--timeout", type=float, default=3600, help="seconds per run")
     p.add_argument("--out", metavar="DIR", help="also write DIR/report.md")
@@ -45,7 +47,7 @@ def role(fields, batch):
         return {"forward_training": "conv forward", "forward_inference": "conv forward",
                 "backward_data": "conv backward-data"}.get(prop, "conv backward-weights")
     if kind == "reorder":
-        tags = re.findall(r"_f32::blocked:(\w+):", fields[6]) or ["?", "?"]
+        tags = re.findall(r"_(?:f32|bf16)::blocked:(\w+):", fields[6]) or ["?", "?"]
         dims = fields[9].split("x")
         if dims[0] == str(batch) and len(dims) > 1:
             return "copy (same layout)" if tags[0] == tags[-1] else "reorder: activations"
@@ -61,7 +63,7 @@ def profile(args, model, batch, steps, work):
     run_dir = os.path.join(work, f"{model}-{steps}")
     shape = "x".join(map(str, NATURAL_SHAPE[model]))
     argv = ringtrain.train_argv(args.bin, model, steps, 0, batch, run_dir, shape, batch * steps,
-                                ["--epochs", "1", "--eval-batch-size", str(batch)], batch)
+                                ["--epochs", "1", "--eval-batch-size", str(batch), "--precision", args.precision], batch)
     rc, out, err = run_cmd(argv, {"OMP_NUM_THREADS": "1", "ONEDNN_VERBOSE": "1"}, args.timeout)
     if rc != 0:
         raise BenchError(f"{' '.join(argv)}: exit {rc}: {tail(err or out)}")
@@ -94,7 +96,7 @@ def run_suite(args, model, work):
     t.add("**all oneDNN**", f"{dnnl:.2f}", f"{dnnl / wall_ms:.1%}", "100%", "")
     t.add("outside oneDNN", f"{wall_ms - dnnl:.2f}", f"{(wall_ms - dnnl) / wall_ms:.1%}", "", "")
     t.add("**step (wall)**", f"{wall_ms:.2f}", "100%", "", "")
-    return (f"### {model}, batch {batch}, {'x'.join(map(str, NATURAL_SHAPE[model]))}, steps "
+    return (f"### {model}, {args.precision}, batch {batch}, {'x'.join(map(str, NATURAL_SHAPE[model]))}, steps "
             f"{args.first + 1}-{args.last}: reorders {reorders / dnnl:.1%} of oneDNN's time\n\n" + t.markdown())
 
 
