@@ -12,9 +12,13 @@
 //
 // On an AVX2 CPU the fp32 3x3 convolutions nn/Winograd takes (stride 1, padding 1, 16 channels
 // or more, 256+ output pixels in the batch) run on it instead, with nChw8c activations (oneDNN's own choice there, so no
-// neighbour reorders) and weights transformed once per parameter change. On AVX-512 oneDNN
-// picks nChw16c and has Winograd kernels of its own, so there the layer stays on oneDNN.
-// RINGTRAIN_CONV_WINOGRAD=0 in the environment keeps every layer on oneDNN (A/B runs).
+// neighbour reorders) and weights transformed once per parameter change. On AVX-512 the fp32
+// 3x3 stride-1 layers of 64+ channels both ways ask oneDNN for its own Winograd F(4x4, 3x3)
+// (algorithm::convolution_winograd, jit_wino_4x3; nChw16c like its direct kernels), and take
+// the direct kernels for any pass it declines. oneDNN never picks Winograd by itself; asked,
+// it ran resnet18's and resnet50's 3x3 layers 1.35-2.2x faster over the three passes, and
+// 16-32 channels slower (resnet20's first stages: 0.8-0.9x), hence the 64. It has no bf16.
+// RINGTRAIN_CONV_WINOGRAD=0 in the environment keeps every layer on oneDNN's direct kernels (A/B runs).
 #include "nn/Conv2d.h"
 
 #include <cstdlib>
@@ -101,6 +105,7 @@ struct Conv2d::ConvState : State {
   memory bwd_data_diff_dst, bwd_weights_diff_dst, bwd_weights_src;
   dnnl::reorder to_bwd_data_diff_dst, to_bwd_weights_diff_dst, to_bwd_weights_src;
   std::unique_ptr<winograd::Conv3x3> wino;  // set: the layer runs on it, none of the above
+  int onednn_wino_passes = 0;                // of fwd, bwd_data, bwd_weights, on oneDNN's Winograd
 };
 
 namespace {
@@ -115,11 +120,19 @@ struct Geometry {
 // oneDNN's own pick where the forward layouts fail (LeNet's conv2, 6 input channels: 0.20
 // vs 0.47 ms per step for avx2 8-blocked, batch 64, one thread); else layouts of oneDNN's
 // choosing.
+// With Winograd asked for (alg), first that with the forward's layouts, then all of the above
+// with direct kernels.
 dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(
-    const memory::desc& src_md, const memory::desc& dst_md, const memory::desc& dw_any, const memory::desc& b_md,
-    const Geometry& g, const dnnl::convolution_forward::primitive_desc& fwd_pd) {
+    dnnl::algorithm alg, const memory::desc& src_md, const memory::desc& dst_md, const memory::desc& dw_any,
+    const memory::desc& b_md, const Geometry& g, const dnnl::convolution_forward::primitive_desc& fwd_pd) {
   const auto& eng = fwd_pd.get_engine();
   const auto type = src_md.data_type();
+  if (alg != dnnl::algorithm::convolution_direct) {
+    const dnnl::convolution_backward_weights::desc wino(alg, src_md, dw_any, b_md, dst_md, g.strides, g.dilates,
+                                                        g.pad, g.pad);
+    dnnl::convolution_backward_weights::primitive_desc pd(wino, eng, fwd_pd, /*allow_empty=*/true);
+    if (pd) return pd;
+  }
   const memory::desc src_nhwc(src_md.dims(), type, tag::nhwc), dst_nhwc(dst_md.dims(), type, tag::nhwc);
   const std::pair<memory::desc, memory::desc> candidates[] = {{src_md, dst_md}, {src_nhwc, dst_nhwc}};
   for (const auto& [src, diff_dst] : candidates) {
@@ -134,15 +147,28 @@ dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(
   return {any, eng, fwd_pd};
 }
 
-// nn/Winograd on this CPU and in this process (read once).
-bool winograd_enabled() {
-  static const bool enabled = [] {
+// RINGTRAIN_CONV_WINOGRAD=0 is not set (read once).
+bool winograd_allowed() {
+  static const bool allowed = [] {
     const char* env = std::getenv("RINGTRAIN_CONV_WINOGRAD");
-    if (env && std::strcmp(env, "0") == 0) return false;
-    const dnnl::cpu_isa isa = effective_isa();
-    return isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni;
+    return !(env && std::strcmp(env, "0") == 0);
   }();
-  return enabled;
+  return allowed;
+}
+
+bool avx2_isa() {
+  const dnnl::cpu_isa isa = effective_isa();
+  return isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni;
+}
+
+// nn/Winograd on this CPU and in this process.
+bool winograd_enabled() { return avx2_isa() && winograd_allowed(); }
+
+// oneDNN's jit_wino_4x3 exists from avx512_core on.
+bool onednn_winograd_isa() {
+  const dnnl::cpu_isa isa = effective_isa();
+  return isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
+         isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
 }
 
 float* floats(const memory& m) { return static_cast<float*>(m.get_data_handle()); }
@@ -165,6 +191,14 @@ bool Conv2d::winograd_applies() const {
 }
 
 bool Conv2d::winograd() const { return static_cast<const ConvState&>(state()).wino != nullptr; }
+
+bool Conv2d::onednn_winograd_wanted() const {
+  const Options& o = opt_;
+  return compute_type() == memory::data_type::f32 && o.kernel == 3 && o.stride == 1 && o.dilation == 1 &&
+         o.groups == 1 && o.in >= 64 && o.out >= 64 && onednn_winograd_isa() && winograd_allowed();
+}
+
+int Conv2d::onednn_winograd_passes() const { return static_cast<const ConvState&>(state()).onednn_wino_passes; }
 
 std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase phase, bool need_diff_src) {
   const Dims in = md_dims(in_md);
@@ -196,9 +230,10 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   // layouts here, which measured slower than the jit nChw16c kernels (nn_bench eval, one
   // thread: lenet5 batch 64 ~1.3-2x, vgg11 batch 32 ~1.2x, noisy shared machine). The
   // results are the same; a conv's training forward keeps no workspace.
-  const dnnl::convolution_forward::desc fwd_desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                                 src_any, w_any, bias_md, dst_any, geo.strides, geo.dilates, geo.pad,
-                                                 geo.pad);
+  const auto fwd_desc = [&](dnnl::algorithm alg) {
+    return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, src_any, w_any, bias_md, dst_any,
+                                           geo.strides, geo.dilates, geo.pad, geo.pad);
+  };
   dnnl::primitive_attr attr;
   if (relu_post_op()) {
     // Applied to the accumulator before the store (and before bf16 rounding, which keeps the
@@ -207,7 +242,14 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
     attr.set_post_ops(ops);
   }
-  const dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, attr, eng);
+  const auto direct = dnnl::algorithm::convolution_direct;
+  const auto alg = onednn_winograd_wanted() ? dnnl::algorithm::convolution_winograd : direct;
+  dnnl::convolution_forward::primitive_desc fwd_pd;
+  if (alg != direct) fwd_pd = {fwd_desc(alg), attr, eng, /*allow_empty=*/true};
+  if (fwd_pd)
+    ++s->onednn_wino_passes;
+  else
+    fwd_pd = {fwd_desc(direct), attr, eng};
   s->fwd = dnnl::convolution_forward(fwd_pd);
   s->src_md = fwd_pd.src_desc();
   s->dst_md = fwd_pd.dst_desc();
@@ -222,8 +264,9 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   // The layer's diff_dst is declared in the forward dst layout: the layers after a conv
   // (ReLU, pooling, BN) produce their diff_src in the layout of their forward src.
   s->diff_dst_md = s->dst_md;
-  const auto bww_pd = backward_weights_pd(s->src_md, s->dst_md, dw_any, bias_md, geo, fwd_pd);
+  const auto bww_pd = backward_weights_pd(alg, s->src_md, s->dst_md, dw_any, bias_md, geo, fwd_pd);
   s->bwd_weights = dnnl::convolution_backward_weights(bww_pd);
+  if (std::string(bww_pd.impl_info_str()).find("wino") != std::string::npos) ++s->onednn_wino_passes;
   s->bwd_weights_src_md = bww_pd.src_desc();
   reorder_if_needed(s->src_md, s->bwd_weights_src_md, s->bwd_weights_src, s->to_bwd_weights_src);
   s->bwd_weights_diff_dst_md = bww_pd.diff_dst_desc();
@@ -233,9 +276,16 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   if (opt_.bias) s->diff_bias = memory(b_md, eng, grads_[1].data());
 
   if (need_diff_src) {
-    const dnnl::convolution_backward_data::desc bwd_desc(dnnl::algorithm::convolution_direct, src_any, w_any, dst_any,
-                                                         geo.strides, geo.dilates, geo.pad, geo.pad);
-    const dnnl::convolution_backward_data::primitive_desc bwd_pd(bwd_desc, eng, fwd_pd);
+    const auto bwd_desc = [&](dnnl::algorithm a) {
+      return dnnl::convolution_backward_data::desc(a, src_any, w_any, dst_any, geo.strides, geo.dilates, geo.pad,
+                                                   geo.pad);
+    };
+    dnnl::convolution_backward_data::primitive_desc bwd_pd;
+    if (alg != direct) bwd_pd = {bwd_desc(alg), eng, fwd_pd, /*allow_empty=*/true};
+    if (bwd_pd)
+      ++s->onednn_wino_passes;
+    else
+      bwd_pd = {bwd_desc(direct), eng, fwd_pd};
     s->bwd_data = dnnl::convolution_backward_data(bwd_pd);
     s->diff_src_md = bwd_pd.diff_src_desc();
     s->bwd_data_diff_dst_md = bwd_pd.diff_dst_desc();

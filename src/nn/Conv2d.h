@@ -1,6 +1,7 @@
 // Conv2d: 2-D convolution (square kernel, stride, zero padding, dilation, groups, optional
 // bias) on oneDNN's convolution primitives with layouts of oneDNN's choosing (format_tag::any),
-// or, for the fp32 3x3 convolutions it takes on an AVX2 CPU, on nn/Winograd.
+// or, for the fp32 3x3 convolutions it takes on an AVX2 CPU, on nn/Winograd (on AVX-512: on
+// oneDNN's own Winograd kernels, for 3x3 stride-1 layers of 64+ channels).
 #pragma once
 
 #include "nn/Layer.h"
@@ -60,6 +61,9 @@ class Conv2d : public Layer {
   std::uint64_t weight_conversions() const noexcept override;
   // Whether the prepared state runs on nn/Winograd rather than oneDNN's direct kernels.
   bool winograd() const;
+  // How many of the prepared state's passes (forward, and in training backward-data and
+  // backward-weights) run on oneDNN's Winograd kernels (AVX-512, fp32).
+  int onednn_winograd_passes() const;
 
  protected:
   std::unique_ptr<State> build(const dnnl::memory::desc& src_md, Phase phase, bool need_diff_src) override;
@@ -72,6 +76,9 @@ class Conv2d : public Layer {
   dnnl::memory::dims weights_dims() const;
   // nn/Winograd takes this layer at this compute type on this CPU (winograd_enabled()).
   bool winograd_applies() const;
+  // An fp32 3x3 stride-1 undilated dense layer of 64+ channels both ways on an AVX-512 CPU:
+  // ask oneDNN for algorithm::convolution_winograd.
+  bool onednn_winograd_wanted() const;
   Options opt_;
   // The Winograd-transformed weights every state shares, and the parameters' version they
   // were transformed at (valid false: not since the last build).

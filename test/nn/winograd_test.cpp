@@ -135,7 +135,8 @@ TEST_CASE("Winograd: rejects shapes it cannot take", "[nn][winograd]") {
   CHECK_FALSE(winograd::worthwhile({32, 512, 512, 2, 2}));  // 128 output pixels
 }
 
-TEST_CASE("Conv2d runs its fp32 3x3 layers of 16+ channels and 256+ output pixels on Winograd on AVX2, with exact gradients",
+TEST_CASE("Conv2d runs its fp32 3x3 layers of 16+ channels and 256+ output pixels on Winograd on AVX2 (on AVX-512 "
+          "oneDNN's, from 64 channels), with exact gradients",
           "[nn][winograd]") {
   const dnnl::cpu_isa isa = effective_isa();
   const char* off = std::getenv("RINGTRAIN_CONV_WINOGRAD");
@@ -150,7 +151,13 @@ TEST_CASE("Conv2d runs its fp32 3x3 layers of 16+ channels and 256+ output pixel
   const auto dy = random_floats(static_cast<std::size_t>(numel(conv.out_shape(in))), 24);
   const LayerRun got = run_layer(conv, in, x, params, dy, Phase::kTrain);
   CHECK(conv.winograd() == avx2);
+  // On AVX-512 the same layer asks oneDNN for its Winograd kernels, which take all three passes.
+  const bool avx512 = isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
+                      isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  CHECK(conv.onednn_winograd_passes() == (avx512 && !(off && std::string(off) == "0") ? 3 : 0));
   const Ref want = reference(s, to_double(x), to_double(params[0]), to_double(params[1]), to_double(dy));
+  INFO("relative errors: forward " << rel_error(got.y, want.y) << ", diff_src " << rel_error(got.dx, want.dx)
+                                   << ", diff_weights " << rel_error(got.dparams[0], want.dw));
   CHECK(rel_error(got.y, want.y) < kTol);
   CHECK(rel_error(got.dx, want.dx) < kTol);
   CHECK(rel_error(got.dparams[0], want.dw) < kTol);
@@ -160,10 +167,12 @@ TEST_CASE("Conv2d runs its fp32 3x3 layers of 16+ channels and 256+ output pixel
   run_layer(thin, {1, 8, 8, 8}, random_floats(8 * 64, 1), {random_floats(64 * 8 * 9, 2), random_floats(64, 3)}, {},
             Phase::kEval);
   CHECK_FALSE(thin.winograd());
+  CHECK(thin.onednn_winograd_passes() == 0);
   Conv2d strided("strided", {.in = 64, .out = 64, .kernel = 3, .stride = 2, .pad = 1});
   run_layer(strided, {1, 64, 8, 8}, random_floats(64 * 64, 4), {random_floats(64 * 64 * 9, 5), random_floats(64, 6)},
             {}, Phase::kEval);
   CHECK_FALSE(strided.winograd());
+  CHECK(strided.onednn_winograd_passes() == 0);
   Conv2d small("small", {.in = 64, .out = 64, .kernel = 3, .pad = 1});  // 64 output pixels
   run_layer(small, {1, 64, 8, 8}, random_floats(64 * 64, 7), {random_floats(64 * 64 * 9, 8), random_floats(64, 9)}, {},
             Phase::kEval);
