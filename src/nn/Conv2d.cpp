@@ -12,12 +12,10 @@
 //
 // On an AVX2 CPU the fp32 3x3 convolutions nn/Winograd takes (stride 1, padding 1, 16 channels
 // or more, 256+ output pixels in the batch) run on it instead, with nChw8c activations (oneDNN's own choice there, so no
-// neighbour reorders) and weights transformed once per parameter change. On AVX-512 the fp32
-// 3x3 stride-1 layers of 64+ channels both ways ask oneDNN for its own Winograd F(4x4, 3x3)
-// (algorithm::convolution_winograd, jit_wino_4x3; nChw16c like its direct kernels), and take
-// the direct kernels for any pass it declines. oneDNN never picks Winograd by itself; asked,
-// it ran resnet18's and resnet50's 3x3 layers 1.35-2.2x faster over the three passes, and
-// 16-32 channels slower (resnet20's first stages: 0.8-0.9x), hence the 64. It has no bf16.
+// neighbour reorders) and weights transformed once per parameter change. On AVX-512 fp32 3x3
+// stride-1 layers of 64+ channels ask oneDNN for its Winograd (jit_wino_4x3, nChw16c), never
+// picked unasked, direct kernels for passes it declines: 1.35-2.2x on resnet18/50's 3x3 layers,
+// 0.8-0.9x at 16-32 channels (hence the 64); no bf16 (docs/design.md).
 // RINGTRAIN_CONV_WINOGRAD=0 in the environment keeps every layer on oneDNN's direct kernels (A/B runs).
 #include "nn/Conv2d.h"
 
@@ -120,18 +118,22 @@ struct Geometry {
 // oneDNN's own pick where the forward layouts fail (LeNet's conv2, 6 input channels: 0.20
 // vs 0.47 ms per step for avx2 8-blocked, batch 64, one thread); else layouts of oneDNN's
 // choosing.
-// With Winograd asked for (alg), first that with the forward's layouts, then all of the above
-// with direct kernels.
+// With Winograd asked for (alg), first that with the forward's layouts (counted in
+// wino_passes), then all of the above with direct kernels.
 dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(
     dnnl::algorithm alg, const memory::desc& src_md, const memory::desc& dst_md, const memory::desc& dw_any,
-    const memory::desc& b_md, const Geometry& g, const dnnl::convolution_forward::primitive_desc& fwd_pd) {
+    const memory::desc& b_md, const Geometry& g, const dnnl::convolution_forward::primitive_desc& fwd_pd,
+    int& wino_passes) {
   const auto& eng = fwd_pd.get_engine();
   const auto type = src_md.data_type();
   if (alg != dnnl::algorithm::convolution_direct) {
     const dnnl::convolution_backward_weights::desc wino(alg, src_md, dw_any, b_md, dst_md, g.strides, g.dilates,
                                                         g.pad, g.pad);
     dnnl::convolution_backward_weights::primitive_desc pd(wino, eng, fwd_pd, /*allow_empty=*/true);
-    if (pd) return pd;
+    if (pd) {
+      ++wino_passes;
+      return pd;
+    }
   }
   const memory::desc src_nhwc(src_md.dims(), type, tag::nhwc), dst_nhwc(dst_md.dims(), type, tag::nhwc);
   const std::pair<memory::desc, memory::desc> candidates[] = {{src_md, dst_md}, {src_nhwc, dst_nhwc}};
@@ -182,6 +184,33 @@ void reorder_if_needed(const memory::desc& from, const memory::desc& to, memory&
   r = dnnl::reorder(memory(from, eng, DNNL_MEMORY_NONE), dst);
 }
 
+// forward's post-op: with `relu`, an eltwise ReLU applied to the accumulator before the store
+// (and before bf16 rounding, which keeps the sign): the bits of a separate ReLU, one pass over
+// dst fewer.
+dnnl::primitive_attr relu_attr(bool relu) {
+  dnnl::primitive_attr attr;
+  if (relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    attr.set_post_ops(ops);
+  }
+  return attr;
+}
+
+// make(alg, allow_empty) -> a primitive desc: on oneDNN's Winograd when `alg` asks for it and
+// oneDNN has a kernel for the pass (counted in wino_passes), else on its direct kernels.
+template <class Make>
+auto winograd_or_direct(dnnl::algorithm alg, const Make& make, int& wino_passes) {
+  if (alg != dnnl::algorithm::convolution_direct) {
+    auto pd = make(alg, /*allow_empty=*/true);
+    if (pd) {
+      ++wino_passes;
+      return pd;
+    }
+  }
+  return make(dnnl::algorithm::convolution_direct, /*allow_empty=*/false);
+}
+
 }  // namespace
 
 bool Conv2d::winograd_applies() const {
@@ -226,30 +255,18 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
       w_any(w_dims, type, tag::any), dw_any(w_dims, f32, tag::any), b_md({opt_.out}, f32, tag::x), no_md;
   const memory::desc& bias_md = opt_.bias ? b_md : no_md;
 
-  // forward_training in eval too: for forward_inference oneDNN 2.6 picks brgconv with nhwc
-  // layouts here, which measured slower than the jit nChw16c kernels (nn_bench eval, one
-  // thread: lenet5 batch 64 ~1.3-2x, vgg11 batch 32 ~1.2x, noisy shared machine). The
-  // results are the same; a conv's training forward keeps no workspace.
-  const auto fwd_desc = [&](dnnl::algorithm alg) {
-    return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, src_any, w_any, bias_md, dst_any,
-                                           geo.strides, geo.dilates, geo.pad, geo.pad);
-  };
-  dnnl::primitive_attr attr;
-  if (relu_post_op()) {
-    // Applied to the accumulator before the store (and before bf16 rounding, which keeps the
-    // sign): the bits of a separate ReLU, one pass over dst fewer.
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-    attr.set_post_ops(ops);
-  }
-  const auto direct = dnnl::algorithm::convolution_direct;
-  const auto alg = onednn_winograd_wanted() ? dnnl::algorithm::convolution_winograd : direct;
-  dnnl::convolution_forward::primitive_desc fwd_pd;
-  if (alg != direct) fwd_pd = {fwd_desc(alg), attr, eng, /*allow_empty=*/true};
-  if (fwd_pd)
-    ++s->onednn_wino_passes;
-  else
-    fwd_pd = {fwd_desc(direct), attr, eng};
+  // forward_training in eval too: oneDNN 2.6's forward_inference picks brgconv/nhwc, slower than
+  // jit nChw16c (nn_bench eval, 1 thread: lenet5 b64 ~1.3-2x, vgg11 b32 ~1.2x); no workspace.
+  const dnnl::primitive_attr attr = relu_attr(relu_post_op());
+  const auto alg = onednn_winograd_wanted() ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
+  const auto fwd_pd = winograd_or_direct(
+      alg,
+      [&](dnnl::algorithm a, bool allow_empty) {
+        const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, a, src_any, w_any, bias_md, dst_any,
+                                                geo.strides, geo.dilates, geo.pad, geo.pad);
+        return dnnl::convolution_forward::primitive_desc(d, attr, eng, allow_empty);
+      },
+      s->onednn_wino_passes);
   s->fwd = dnnl::convolution_forward(fwd_pd);
   s->src_md = fwd_pd.src_desc();
   s->dst_md = fwd_pd.dst_desc();
@@ -264,9 +281,9 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   // The layer's diff_dst is declared in the forward dst layout: the layers after a conv
   // (ReLU, pooling, BN) produce their diff_src in the layout of their forward src.
   s->diff_dst_md = s->dst_md;
-  const auto bww_pd = backward_weights_pd(alg, s->src_md, s->dst_md, dw_any, bias_md, geo, fwd_pd);
+  const auto bww_pd =
+      backward_weights_pd(alg, s->src_md, s->dst_md, dw_any, bias_md, geo, fwd_pd, s->onednn_wino_passes);
   s->bwd_weights = dnnl::convolution_backward_weights(bww_pd);
-  if (std::string(bww_pd.impl_info_str()).find("wino") != std::string::npos) ++s->onednn_wino_passes;
   s->bwd_weights_src_md = bww_pd.src_desc();
   reorder_if_needed(s->src_md, s->bwd_weights_src_md, s->bwd_weights_src, s->to_bwd_weights_src);
   s->bwd_weights_diff_dst_md = bww_pd.diff_dst_desc();
@@ -276,16 +293,14 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   if (opt_.bias) s->diff_bias = memory(b_md, eng, grads_[1].data());
 
   if (need_diff_src) {
-    const auto bwd_desc = [&](dnnl::algorithm a) {
-      return dnnl::convolution_backward_data::desc(a, src_any, w_any, dst_any, geo.strides, geo.dilates, geo.pad,
-                                                   geo.pad);
-    };
-    dnnl::convolution_backward_data::primitive_desc bwd_pd;
-    if (alg != direct) bwd_pd = {bwd_desc(alg), eng, fwd_pd, /*allow_empty=*/true};
-    if (bwd_pd)
-      ++s->onednn_wino_passes;
-    else
-      bwd_pd = {bwd_desc(direct), eng, fwd_pd};
+    const auto bwd_pd = winograd_or_direct(
+        alg,
+        [&](dnnl::algorithm a, bool allow_empty) {
+          const dnnl::convolution_backward_data::desc d(a, src_any, w_any, dst_any, geo.strides, geo.dilates, geo.pad,
+                                                        geo.pad);
+          return dnnl::convolution_backward_data::primitive_desc(d, eng, fwd_pd, allow_empty);
+        },
+        s->onednn_wino_passes);
     s->bwd_data = dnnl::convolution_backward_data(bwd_pd);
     s->diff_src_md = bwd_pd.diff_src_desc();
     s->bwd_data_diff_dst_md = bwd_pd.diff_dst_desc();
