@@ -18,29 +18,18 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "common/CpuDispatch.h"
+#include "nn/WinogradKernels.h"
 
 namespace ringtrain::winograd {
 
 namespace {
 
-constexpr int kAlpha = 6;             // input tile side
-constexpr int kTile = 4;              // output tile side
-constexpr int kPoints = kAlpha * kAlpha;
-constexpr int kLanes = 8;             // channels in an nChw8c block
+using namespace detail;
+
 // Tiles per chunk: the chunk's V and M (36 x tiles x (in + out) floats) are sized to about
 // this many bytes, so the sgemms read what the transforms just wrote from cache.
 constexpr std::int64_t kChunkBytes = std::int64_t{4} << 20;
 constexpr std::int64_t kMinTiles = 128, kMinBackwardWeightsTiles = 256;
-
-// Where tile t of a chunk lies: image n, top-left output pixel (y, x).
-struct TilePos {
-  std::int64_t n, y, x;
-};
-
-TilePos tile_pos(std::int64_t p, std::int64_t tiles_h, std::int64_t tiles_w) {
-  const std::int64_t per_image = tiles_h * tiles_w, r = p % per_image;
-  return {p / per_image, (r / tiles_w) * kTile, (r % tiles_w) * kTile};
-}
 
 // Eight floats as one value (GCC's vector extension: one AVX2 register in the avx2 clone, two SSE
 // registers in the baseline one; element-wise IEEE operations either way, so the same bits).
@@ -82,79 +71,6 @@ RINGTRAIN_INLINE void a4(const v8* q, std::int64_t step, v8* out, std::int64_t o
   out[3 * out_step] = f02 + 2.f * f13;
   out[4 * out_step] = f02 - 2.f * f13;
   out[5 * out_step] = q3;
-}
-
-// V = B^T d B for one tile and all channel blocks: d is the 6x6 input patch at (y - 1, x - 1)
-// (zeros outside the image); v[xi * ld + c] for the 36 points xi.
-RINGTRAIN_STREAM_CLONES void input_tile(const float* __restrict src, std::int64_t blocks, std::int64_t h,
-                                        std::int64_t w, TilePos pos, float* __restrict v, std::int64_t ld) {
-  const bool inside = pos.y >= 1 && pos.y + 5 <= h && pos.x >= 1 && pos.x + 5 <= w;
-  for (std::int64_t cb = 0; cb < blocks; ++cb) {
-    const float* img = src + ((pos.n * blocks + cb) * h) * w * kLanes;
-    v8 d[kAlpha][kAlpha];
-    for (int i = 0; i < kAlpha; ++i) {
-      const std::int64_t y = pos.y - 1 + i;
-      for (int j = 0; j < kAlpha; ++j) {
-        const std::int64_t x = pos.x - 1 + j;
-        d[i][j] = inside || (y >= 0 && y < h && x >= 0 && x < w) ? load(img + (y * w + x) * kLanes) : v8{};
-      }
-    }
-    v8 t[kAlpha][kAlpha];  // B^T d
-    for (int j = 0; j < kAlpha; ++j) bt6(&d[0][j], kAlpha, &t[0][j], kAlpha);
-    for (int i = 0; i < kAlpha; ++i) {
-      v8 r[kAlpha];
-      bt6(t[i], 1, r, 1);
-      for (int j = 0; j < kAlpha; ++j) store(v + (i * kAlpha + j) * ld + cb * kLanes) = r[j];
-    }
-  }
-}
-
-// Y = A^T M A (+ bias, ReLU) for one tile and all channel blocks: m[xi * ld + k]; the 4x4
-// output tile at (y, x) is stored where it lies inside the image.
-RINGTRAIN_STREAM_CLONES void output_tile(const float* __restrict m, std::int64_t ld, std::int64_t blocks,
-                                         std::int64_t h, std::int64_t w, TilePos pos, const float* __restrict bias,
-                                         bool relu, float* __restrict dst) {
-  const v8 zero{};
-  for (std::int64_t kb = 0; kb < blocks; ++kb) {
-    v8 in[kAlpha][kAlpha];
-    for (int xi = 0; xi < kPoints; ++xi) in[xi / kAlpha][xi % kAlpha] = load(m + xi * ld + kb * kLanes);
-    v8 t[kTile][kAlpha];  // A^T M
-    for (int j = 0; j < kAlpha; ++j) at6(&in[0][j], kAlpha, &t[0][j], kAlpha);
-    const v8 b = bias ? load(bias + kb * kLanes) : zero;
-    float* img = dst + ((pos.n * blocks + kb) * h) * w * kLanes;
-    for (int i = 0; i < kTile && pos.y + i < h; ++i) {
-      v8 o[kTile];
-      at6(t[i], 1, o, 1);
-      for (int j = 0; j < kTile && pos.x + j < w; ++j) {
-        v8 r = o[j];
-        if (bias) r += b;
-        if (relu) r = r < zero ? zero : r;
-        store(img + ((pos.y + i) * w + pos.x + j) * kLanes) = r;
-      }
-    }
-  }
-}
-
-// dM = A dY A^T for one tile and all channel blocks (the transpose of output_tile, without
-// bias): dY is the 4x4 diff_dst tile at (y, x), zeros outside the image; dm[xi * ld + k].
-RINGTRAIN_STREAM_CLONES void diff_output_tile(const float* __restrict diff_dst, std::int64_t blocks, std::int64_t h,
-                                              std::int64_t w, TilePos pos, float* __restrict dm, std::int64_t ld) {
-  for (std::int64_t kb = 0; kb < blocks; ++kb) {
-    const float* img = diff_dst + ((pos.n * blocks + kb) * h) * w * kLanes;
-    v8 q[kTile][kTile];
-    for (int i = 0; i < kTile; ++i)
-      for (int j = 0; j < kTile; ++j) {
-        const std::int64_t y = pos.y + i, x = pos.x + j;
-        q[i][j] = y < h && x < w ? load(img + (y * w + x) * kLanes) : v8{};
-      }
-    v8 t[kAlpha][kTile];  // A dY
-    for (int j = 0; j < kTile; ++j) a4(&q[0][j], kTile, &t[0][j], kTile);
-    for (int i = 0; i < kAlpha; ++i) {
-      v8 r[kAlpha];
-      a4(t[i], 1, r, 1);
-      for (int j = 0; j < kAlpha; ++j) store(dm + (i * kAlpha + j) * ld + kb * kLanes) = r[j];
-    }
-  }
 }
 
 // G g for the 3 values g[0 .. 2 * step] into 6.
@@ -227,18 +143,93 @@ void sgemm(char ta, char tb, std::int64_t m, std::int64_t n, std::int64_t k, con
     throw std::runtime_error(fmt::format("winograd: dnnl_sgemm failed ({}x{}x{})", m, n, k));
 }
 
-// Scratch shared by every layer that runs on this thread (layers run one at a time).
-std::vector<float>& scratch(std::size_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < floats) buf.resize(floats);
-  return buf;
-}
-
 // Points' matrices 64 bytes apart beyond their size: at a power-of-two stride the 36 rows a
 // weight transform writes (or reads) at once would share a cache set.
 std::int64_t padded_plane(std::int64_t in, std::int64_t out) { return in * out + 16; }
 
 }  // namespace
+
+// Scratch shared by every layer that runs on this thread (layers run one at a time).
+std::vector<float>& detail::scratch(std::size_t floats, int slot) {
+  thread_local std::vector<float> bufs[2];
+  std::vector<float>& buf = bufs[slot];
+  if (buf.size() < floats) buf.resize(floats);
+  return buf;
+}
+
+// dM = A dY A^T for one tile and all channel blocks (the transpose of output_tile, without
+// bias): dY is the 4x4 diff_dst tile at (y, x), zeros outside the image; dm[xi * ld + k].
+RINGTRAIN_STREAM_CLONES void detail::diff_output_tile(const float* __restrict diff_dst, std::int64_t blocks,
+                                                      std::int64_t h, std::int64_t w, TilePos pos,
+                                                      float* __restrict dm, std::int64_t ld) {
+  for (std::int64_t kb = 0; kb < blocks; ++kb) {
+    const float* img = diff_dst + ((pos.n * blocks + kb) * h) * w * kLanes;
+    v8 q[kTile][kTile];
+    for (int i = 0; i < kTile; ++i)
+      for (int j = 0; j < kTile; ++j) {
+        const std::int64_t y = pos.y + i, x = pos.x + j;
+        q[i][j] = y < h && x < w ? load(img + (y * w + x) * kLanes) : v8{};
+      }
+    v8 t[kAlpha][kTile];  // A dY
+    for (int j = 0; j < kTile; ++j) a4(&q[0][j], kTile, &t[0][j], kTile);
+    for (int i = 0; i < kAlpha; ++i) {
+      v8 r[kAlpha];
+      a4(t[i], 1, r, 1);
+      for (int j = 0; j < kAlpha; ++j) store(dm + (i * kAlpha + j) * ld + kb * kLanes) = r[j];
+    }
+  }
+}
+
+// V = B^T d B for one tile and all channel blocks: d is the 6x6 input patch at (y - 1, x - 1)
+// (zeros outside the image); v[xi * ld + c] for the 36 points xi.
+RINGTRAIN_STREAM_CLONES void detail::input_tile(const float* __restrict src, std::int64_t blocks, std::int64_t h,
+                                                std::int64_t w, TilePos pos, float* __restrict v, std::int64_t ld) {
+  const bool inside = pos.y >= 1 && pos.y + 5 <= h && pos.x >= 1 && pos.x + 5 <= w;
+  for (std::int64_t cb = 0; cb < blocks; ++cb) {
+    const float* img = src + ((pos.n * blocks + cb) * h) * w * kLanes;
+    v8 d[kAlpha][kAlpha];
+    for (int i = 0; i < kAlpha; ++i) {
+      const std::int64_t y = pos.y - 1 + i;
+      for (int j = 0; j < kAlpha; ++j) {
+        const std::int64_t x = pos.x - 1 + j;
+        d[i][j] = inside || (y >= 0 && y < h && x >= 0 && x < w) ? load(img + (y * w + x) * kLanes) : v8{};
+      }
+    }
+    v8 t[kAlpha][kAlpha];  // B^T d
+    for (int j = 0; j < kAlpha; ++j) bt6(&d[0][j], kAlpha, &t[0][j], kAlpha);
+    for (int i = 0; i < kAlpha; ++i) {
+      v8 r[kAlpha];
+      bt6(t[i], 1, r, 1);
+      for (int j = 0; j < kAlpha; ++j) store(v + (i * kAlpha + j) * ld + cb * kLanes) = r[j];
+    }
+  }
+}
+
+// Y = A^T M A (+ bias, ReLU) for one tile and all channel blocks: m[xi * ld + k]; the 4x4
+// output tile at (y, x) is stored where it lies inside the image.
+RINGTRAIN_STREAM_CLONES void detail::output_tile(const float* __restrict m, std::int64_t ld, std::int64_t blocks,
+                                                 std::int64_t h, std::int64_t w, TilePos pos,
+                                                 const float* __restrict bias, bool relu, float* __restrict dst) {
+  const v8 zero{};
+  for (std::int64_t kb = 0; kb < blocks; ++kb) {
+    v8 in[kAlpha][kAlpha];
+    for (int xi = 0; xi < kPoints; ++xi) in[xi / kAlpha][xi % kAlpha] = load(m + xi * ld + kb * kLanes);
+    v8 t[kTile][kAlpha];  // A^T M
+    for (int j = 0; j < kAlpha; ++j) at6(&in[0][j], kAlpha, &t[0][j], kAlpha);
+    const v8 b = bias ? load(bias + kb * kLanes) : zero;
+    float* img = dst + ((pos.n * blocks + kb) * h) * w * kLanes;
+    for (int i = 0; i < kTile && pos.y + i < h; ++i) {
+      v8 o[kTile];
+      at6(t[i], 1, o, 1);
+      for (int j = 0; j < kTile && pos.x + j < w; ++j) {
+        v8 r = o[j];
+        if (bias) r += b;
+        if (relu) r = r < zero ? zero : r;
+        store(img + ((pos.y + i) * w + pos.x + j) * kLanes) = r;
+      }
+    }
+  }
+}
 
 bool applies(int in, int out, int kernel, int stride, int pad, int dilation, int groups) {
   return kernel == 3 && stride == 1 && pad == 1 && dilation == 1 && groups == 1 && in % kLanes == 0 &&
@@ -276,8 +267,11 @@ Conv3x3::Conv3x3(const Shape& s) : shape_(s) {
 
 void Conv3x3::convolve(const float* src, std::int64_t cin, float* dst, std::int64_t cout, const float* u,
                        std::int64_t plane, const float* bias, bool relu) const {
-  const std::int64_t h = shape_.height, w = shape_.width, chunk = chunk_tiles(cin, cout, tiles_, kMinTiles);
-  std::vector<float>& buf = scratch(static_cast<std::size_t>(kPoints * chunk * (cin + cout)));
+  const std::int64_t h = shape_.height, w = shape_.width;
+  if (cin <= kFusedChannels && cout <= kFusedChannels)
+    return convolve_fused(src, cin, dst, cout, u, plane, bias, relu);
+  const std::int64_t chunk = chunk_tiles(cin, cout, tiles_, kMinTiles);
+  std::vector<float>& buf = scratch(static_cast<std::size_t>(kPoints * chunk * (cin + cout)), 0);
   float* v = buf.data();
   float* m = v + kPoints * chunk * cin;
   for (std::int64_t p0 = 0; p0 < tiles_; p0 += chunk) {
@@ -303,12 +297,10 @@ void Conv3x3::backward_data(const Weights& w, const float* diff_dst, float* diff
   convolve(diff_dst, shape_.out, diff_src, shape_.in, w.backward_data(), w.plane(), nullptr, false);
 }
 
-void Conv3x3::backward_weights(const float* src, const float* diff_dst, float* diff_weights,
-                               float* diff_bias) const {
+float* Conv3x3::backward_weights_chunked(const float* src, const float* diff_dst, std::int64_t plane) const {
   const std::int64_t cin = shape_.in, cout = shape_.out, h = shape_.height, w = shape_.width;
-  const std::int64_t chunk = chunk_tiles(cin, cout, tiles_, kMinBackwardWeightsTiles),
-                     plane = padded_plane(cin, cout);
-  std::vector<float>& buf = scratch(static_cast<std::size_t>(kPoints * (chunk * (cin + cout) + plane)));
+  const std::int64_t chunk = chunk_tiles(cin, cout, tiles_, kMinBackwardWeightsTiles);
+  std::vector<float>& buf = scratch(static_cast<std::size_t>(kPoints * (chunk * (cin + cout) + plane)), 0);
   float* v = buf.data();
   float* dm = v + kPoints * chunk * cin;
   float* du = dm + kPoints * chunk * cout;  // [36][in][out]
@@ -324,6 +316,15 @@ void Conv3x3::backward_weights(const float* src, const float* diff_dst, float* d
       sgemm('T', 'N', cin, cout, count, v + xi * count * cin, cin, dm + xi * count * cout, cout, p0 == 0 ? 0.f : 1.f,
             du + xi * plane, cout);
   }
+  return du;
+}
+
+void Conv3x3::backward_weights(const float* src, const float* diff_dst, float* diff_weights,
+                               float* diff_bias) const {
+  const std::int64_t cin = shape_.in, cout = shape_.out, h = shape_.height, w = shape_.width;
+  const std::int64_t plane = padded_plane(cin, cout);
+  const float* du = cin <= kFusedChannels && cout <= kFusedChannels ? backward_weights_fused(src, diff_dst, plane)
+                                                                     : backward_weights_chunked(src, diff_dst, plane);
 #pragma omp parallel for schedule(static)
   for (std::int64_t c = 0; c < cin; ++c) weight_grad_rows(du, cin, cout, c, plane, diff_weights);
   if (!diff_bias) return;

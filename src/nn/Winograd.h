@@ -12,8 +12,12 @@
 //   backward-data   dX = conv(dY, W turned 180 degrees, in and out swapped)
 //   backward-weights dW = G^T (sum over tiles of V^T (A dY A^T)) G, the forward's exact
 //                    adjoint, so the gradient is that of the function the forward computes.
-// Tiles go through in chunks whose transformed data stay in cache; every result depends only
-// on the shape, not on the thread count of the transforms (sgemm's own is oneDNN's).
+// Tiles go through in chunks whose transformed data stay in cache; layers of at most 32
+// channels in and out instead multiply V and U tile group by tile group in registers
+// (WinogradFused.cpp: at 16-32 channels the sgemms are too thin to pay for writing V and M
+// out and back; the three passes went from 1.03-1.08x oneDNN's direct kernels to 1.36-1.37x on
+// resnet20's shapes at 28x28 batch 64 and 32x32 batch 128, wino_bench on AVX2). Every result
+// depends only on the shape, not on the thread count of the transforms (sgemm's own is oneDNN's).
 #pragma once
 
 #include <cstdint>
@@ -27,8 +31,8 @@ struct Shape {
 };
 
 // Whether a convolution with these hyper-parameters runs here: 3x3, stride 1, padding 1,
-// dense, channels in and out multiples of 8 and at least 16 (at 16 the three passes still ran
-// 1.1-1.9x oneDNN's direct kernels on resnet20's shapes; wino_bench).
+// dense, channels in and out multiples of 8 and at least 16 (at 16 the three passes ran 1.0-1.7x
+// oneDNN's direct kernels on resnet20's shapes; wino_bench).
 bool applies(int in, int out, int kernel, int stride, int pad, int dilation, int groups);
 // Whether a batch of this shape gives it enough to do: at least 256 output pixels (batch x
 // height x width). Below that the weights' transform, redone every step, and the tiles'
@@ -75,6 +79,14 @@ class Conv3x3 {
   // out_ch = conv of in_ch channels with transformed weights u [36][plane] ((cin, cout) row-major).
   void convolve(const float* src, std::int64_t cin, float* dst, std::int64_t cout, const float* u,
                 std::int64_t plane, const float* bias, bool relu) const;
+  // The same for narrow layers (WinogradFused.cpp): tile group by tile group.
+  void convolve_fused(const float* src, std::int64_t cin, float* dst, std::int64_t cout, const float* u,
+                      std::int64_t plane, const float* bias, bool relu) const;
+  // dU = sum over tiles of V^T dM, [36][plane] ((in, out) row-major), in a scratch buffer of
+  // this thread's: through 36 sgemms per chunk of tiles, or for narrow layers tile group by
+  // tile group (WinogradFused.cpp).
+  float* backward_weights_chunked(const float* src, const float* diff_dst, std::int64_t plane) const;
+  float* backward_weights_fused(const float* src, const float* diff_dst, std::int64_t plane) const;
   Shape shape_;
   std::int64_t tiles_h_ = 0, tiles_w_ = 0, tiles_ = 0;
 };
