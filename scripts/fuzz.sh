@@ -6,7 +6,8 @@
 # seconds and the outcome. Non-zero if any input crashes; the crashing input is left in
 # <build>/crashes/<target>/.
 #
-#   scripts/fuzz.sh                          # CI: 30 s per target
+#   scripts/fuzz.sh                          # 30 s per target
+#   scripts/fuzz.sh --time 15 --jobs 2       # CI: 2 processes x 15 s per target
 #   scripts/fuzz.sh --runs 1000000           # the release bar: 1M executions per target
 #   scripts/fuzz.sh --time 14400 --jobs 2    # a long run: 4 hours per target
 #   scripts/fuzz.sh --targets mat,json       # a subset
@@ -32,7 +33,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "fuzz.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
-# Neither given: the CI default of 30 s. --runs alone: no time limit.
+# Neither given: 30 s. --runs alone: no time limit.
 [[ -z $seconds && -z $runs ]] && seconds=30
 limits=(-max_total_time="${seconds:-0}")
 # With --jobs N, every job is its own libFuzzer process with its own -runs: split the total.
