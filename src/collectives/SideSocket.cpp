@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "common/LittleEndian.h"
+
 namespace ringtrain {
 namespace {
 
@@ -51,16 +53,6 @@ sockaddr_in socket_address(std::uint32_t address, int port) {
 }
 
 void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL, 0) | O_NONBLOCK); }
-
-void put_u32(std::vector<std::byte>& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::byte>(v >> (8 * i)));
-}
-
-std::uint32_t get_u32(const std::byte* p) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
-  return v;
-}
 
 }  // namespace
 
@@ -201,8 +193,8 @@ FramedSocket& FramedSocket::operator=(FramedSocket&& other) noexcept {
 void FramedSocket::send_latest(std::uint32_t type, std::span<const std::byte> payload) {
   if (fd_ < 0) return;
   if (out_.empty()) {
-    put_u32(out_, type);
-    put_u32(out_, static_cast<std::uint32_t>(payload.size()));
+    append_le32(out_, type);
+    append_le32(out_, static_cast<std::uint32_t>(payload.size()));
     out_.insert(out_.end(), payload.begin(), payload.end());
   }
   flush();
@@ -241,8 +233,8 @@ void FramedSocket::receive() {
 
 std::optional<std::pair<std::uint32_t, std::vector<std::byte>>> FramedSocket::next_frame(std::size_t max_payload) {
   if (in_.size() < kHeaderBytes) return std::nullopt;
-  const std::uint32_t type = get_u32(in_.data());
-  const std::size_t length = get_u32(in_.data() + 4);
+  const std::uint32_t type = read_le32(in_.data());
+  const std::size_t length = read_le32(in_.data() + 4);
   if (length > max_payload) {
     close();
     in_.clear();

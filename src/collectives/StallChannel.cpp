@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "common/LittleEndian.h"
+
 namespace ringtrain {
 namespace {
 
@@ -23,14 +25,6 @@ constexpr std::size_t kMaxPending = 64;
 constexpr auto kHelloTimeout = std::chrono::seconds(5);
 constexpr auto kConnectTimeout = std::chrono::milliseconds(5000);
 
-void put_u32(std::vector<std::byte>& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::byte>(v >> (8 * i)));
-}
-std::uint32_t get_u32(const std::byte* p) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
-  return v;
-}
 void put_status(std::vector<std::byte>& out, const StallStatus& s) {
   const std::size_t at = out.size();
   out.resize(at + StallStatus::kWireBytes);
@@ -153,8 +147,8 @@ void StallChannel::set_up(Communicator& comm, const StallChannelOptions& options
     const int fd = connect_to(parse_ipv4(address).value_or(0), port, kConnectTimeout);
     hub_ = FramedSocket(fd);
     std::vector<std::byte> hello(token_.begin(), token_.end());
-    put_u32(hello, static_cast<std::uint32_t>(rank_));
-    put_u32(hello, static_cast<std::uint32_t>(size_));
+    append_le32(hello, static_cast<std::uint32_t>(rank_));
+    append_le32(hello, static_cast<std::uint32_t>(size_));
     hub_.send_latest(kHello, hello);  // 32 bytes into an empty socket buffer: sent at once
     failed = hub_.open() ? 0 : 1;
     if (failed) note_ = fmt::format("rank {} could not connect to rank 0 at {}", rank_, targets[static_cast<std::size_t>(rank_)]);
@@ -205,8 +199,8 @@ void StallChannel::check_pending(Clock::time_point now) {
       const auto& [type, payload] = *frame;
       const bool ok = type == kHello && payload.size() == kHelloBytes &&
                       std::equal(token_.begin(), token_.end(), payload.begin());
-      const std::uint32_t r = ok ? get_u32(payload.data() + kTokenBytes) : 0;
-      if (ok && r >= 1 && r < static_cast<std::uint32_t>(size_) && get_u32(payload.data() + kTokenBytes + 4) == static_cast<std::uint32_t>(size_)) {
+      const std::uint32_t r = ok ? read_le32(payload.data() + kTokenBytes) : 0;
+      if (ok && r >= 1 && r < static_cast<std::uint32_t>(size_) && read_le32(payload.data() + kTokenBytes + 4) == static_cast<std::uint32_t>(size_)) {
         members_[r] = std::move(p.socket);
         Heard& h = heard_[r];
         h.heard = true;
@@ -244,16 +238,16 @@ void StallChannel::hub_exchange(const StallStatus& mine, Clock::time_point now, 
 
 std::vector<std::byte> StallChannel::table(const StallStatus& mine, Clock::time_point now, double still_after_s) const {
   std::vector<std::byte> out;
-  put_u32(out, 0);  // the count, set below
+  append_le32(out, 0);  // the count, set below
   put_status(out, mine);
   std::uint32_t count = 0;
   for (int r = 1; r < size_; ++r) {
     const Heard& h = heard_[static_cast<std::size_t>(r)];
     const double silent = seconds(now - (h.heard ? h.at : opened_));
     if (!h.closed && silent < still_after_s && h.status.still_s + silent < still_after_s) continue;
-    put_u32(out, static_cast<std::uint32_t>(r));
-    put_u32(out, static_cast<std::uint32_t>(std::min(silent, 4.0e6) * 1000.0));
-    put_u32(out, h.closed ? 1U : 0U);
+    append_le32(out, static_cast<std::uint32_t>(r));
+    append_le32(out, static_cast<std::uint32_t>(std::min(silent, 4.0e6) * 1000.0));
+    append_le32(out, h.closed ? 1U : 0U);
     put_status(out, h.status);
     ++count;
   }
@@ -278,16 +272,16 @@ void StallChannel::member_exchange(const StallStatus& mine, Clock::time_point no
 
 void StallChannel::read_table(const std::vector<std::byte>& payload, Clock::time_point now) {
   if (payload.size() < 4 + StallStatus::kWireBytes) return;
-  const std::uint32_t count = get_u32(payload.data());
+  const std::uint32_t count = read_le32(payload.data());
   if (count >= static_cast<std::uint32_t>(size_) || payload.size() != 4 + StallStatus::kWireBytes + count * kEntryBytes) return;
   hub_heard_ = Heard{true, false, now, get_status(payload.data() + 4)};
   table_.clear();
   const std::byte* p = payload.data() + 4 + StallStatus::kWireBytes;
   for (std::uint32_t i = 0; i < count; ++i, p += kEntryBytes) {
-    const int r = static_cast<int>(get_u32(p));
+    const int r = static_cast<int>(read_le32(p));
     if (r <= 0 || r >= size_ || r == rank_) continue;
     table_.push_back(
-        PeerView{r, hosts_[static_cast<std::size_t>(r)], true, get_u32(p + 4) / 1000.0, get_status(p + 12), get_u32(p + 8) != 0});
+        PeerView{r, hosts_[static_cast<std::size_t>(r)], true, read_le32(p + 4) / 1000.0, get_status(p + 12), read_le32(p + 8) != 0});
   }
   table_at_ = now;
 }

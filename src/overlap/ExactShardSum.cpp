@@ -13,15 +13,12 @@
 #include "collectives/StallRecord.h"
 #include "common/CollectiveError.h"
 #include "common/CpuDispatch.h"
+#include "common/Seconds.h"
 
 namespace ringtrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 // ceil(log2(n)) for n >= 1.
 int ceil_log2(int n) {

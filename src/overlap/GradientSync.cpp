@@ -8,16 +8,10 @@
 #include <fmt/format.h>
 
 #include "collectives/StallRecord.h"
+#include "common/Seconds.h"
 #include "overlap/CommThread.h"
 
 namespace ringtrain {
-namespace {
-
-double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-}  // namespace
 
 GradientSync::GradientSync(Communicator& comm, AllreduceAlgo algo, std::size_t num_params, double bucket_mb,
                            bool overlap, Compression compression)

@@ -13,15 +13,12 @@
 #include "common/Random.h"
 #include "run/StopSignals.h"
 #include "common/CollectiveError.h"
+#include "common/Seconds.h"
 
 namespace ringtrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 // bf16: each block of new weights is narrowed into the layers' bf16 copies as soon as the
 // optimizer has written it, while it is still in cache, rather than in a second pass over
