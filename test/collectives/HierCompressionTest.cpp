@@ -27,16 +27,15 @@ namespace {
 
 // Rank r's value at index i: an integer in [-8, 8]; sums of up to 16 such values are
 // exact in bf16 (8 significant bits) and fp16.
-float value(int rank, std::size_t i) {
+float exact_bf16_value(int rank, std::size_t i) {
   return static_cast<float>(static_cast<int>((i * 29 + static_cast<std::size_t>(rank) * 13) % 17) - 8);
 }
 
-long first_mismatch(const std::vector<float>& data, int ranks, float scale_of_value,
-                    bool mean) {
+long first_bf16_mismatch(const std::vector<float>& data, int ranks, float scale_of_value, bool mean) {
   const float scale = 1.0f / static_cast<float>(ranks);
   for (std::size_t i = 0; i < data.size(); ++i) {
     int sum = 0;
-    for (int r = 0; r < ranks; ++r) sum += static_cast<int>(value(r, i));
+    for (int r = 0; r < ranks; ++r) sum += static_cast<int>(exact_bf16_value(r, i));
     float expected = static_cast<float>(sum) * scale_of_value;
     if (mean) expected *= scale;
     if (data[i] != expected) return static_cast<long>(i);
@@ -140,9 +139,9 @@ TEST_CASE("hier: exact sums and the same bits everywhere for equal and unequal n
         for (std::size_t count : kCounts) {
           if (chunk < 100 && count > 5000) continue;  // tens of thousands of messages: slow
           std::vector<float> data(count);
-          for (std::size_t i = 0; i < count; ++i) data[i] = value(r, i);
+          for (std::size_t i = 0; i < count; ++i) data[i] = exact_bf16_value(r, i);
           comm.allreduce(data, AllreduceAlgo::kHierarchical, mean, c);
-          const long bad = first_mismatch(data, n, 1.0f, mean);
+          const long bad = first_bf16_mismatch(data, n, 1.0f, mean);
           INFO("transport " << compression_name(c) << " mean " << mean << " count " << count
                             << " rank " << r << " first bad index " << bad);
           REQUIRE(all_ranks(bad < 0 && same_on_all_ranks(comm, data)));
@@ -179,7 +178,7 @@ TEST_CASE("hier: the network carries the vector once per node, in one ring per s
       const std::uint64_t element = c == Compression::kNone ? 4 : 2;
       const std::uint64_t sent0 = comm.bytes_sent();
       std::vector<float> data(count);
-      for (std::size_t i = 0; i < count; ++i) data[i] = value(r, i);
+      for (std::size_t i = 0; i < count; ++i) data[i] = exact_bf16_value(r, i);
       comm.allreduce(data, AllreduceAlgo::kHierarchical, false, c);
       double total = static_cast<double>(comm.bytes_sent() - sent0);
       MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -187,7 +186,7 @@ TEST_CASE("hier: the network carries the vector once per node, in one ring per s
       INFO("block " << g.block << " round robin " << g.round_robin << " transport " << compression_name(c)
                     << " total sent " << total << " expected " << expected << " (flat ring: "
                     << static_cast<double>(element) * 2.0 * (n - 1) * static_cast<double>(count) << ")");
-      REQUIRE(all_ranks(total == expected && first_mismatch(data, n, 1.0f, false) < 0));
+      REQUIRE(all_ranks(total == expected && first_bf16_mismatch(data, n, 1.0f, false) < 0));
     }
   }
 }
@@ -211,9 +210,9 @@ TEST_CASE("16-bit transports: exact for small integers with every algorithm that
             // Times 2^20: fp16 must scale these down (sums reach 2^25) and back exactly.
             for (float magnitude : {1.0f, 1048576.0f}) {
               std::vector<float> data(count);
-              for (std::size_t i = 0; i < count; ++i) data[i] = value(r, i) * magnitude;
+              for (std::size_t i = 0; i < count; ++i) data[i] = exact_bf16_value(r, i) * magnitude;
               comm.allreduce(data, algo, mean, c);
-              const long bad = first_mismatch(data, n, magnitude, mean);
+              const long bad = first_bf16_mismatch(data, n, magnitude, mean);
               INFO("algo " << allreduce_algo_name(algo) << " transport " << compression_name(c)
                            << " chunk " << chunk << " count " << count << " mean " << mean
                            << " magnitude " << magnitude << " first bad " << bad);

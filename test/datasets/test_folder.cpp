@@ -28,7 +28,7 @@ DatasetConfig folder_config(const std::string& dir) {
   return c;
 }
 
-std::vector<float> sample(const Dataset& d, std::size_t i, std::uint64_t key = 0) {
+std::vector<float> augmented(const Dataset& d, std::size_t i, std::uint64_t key = 0) {
   std::vector<float> v(d.shape().numel());
   d.get_augmented(i, v.data(), key);
   return v;
@@ -98,7 +98,7 @@ TEST_CASE("Folder without a crop: one size, channels from the headers, exact pix
   CHECK(s.train->classes() == 3);
   CHECK(s.train->label(5) == 1);
   const auto px = ramp_image(6, 5, 1, 101);  // c1/img001 is sample 5
-  const auto v = sample(*s.train, 5);
+  const auto v = augmented(*s.train, 5);
   for (std::size_t p = 0; p < px.size(); ++p) CHECK(v[p] == static_cast<float>(px[p] / 255.0));
 
   // One RGB image makes the collection RGB (ImageNet's normalisation); --channels 1 overrides.
@@ -124,10 +124,10 @@ TEST_CASE("Folder crops: evaluation centre crop, training crops from (key, index
   REQUIRE(s.train->shape() == ImageShape{3, 16, 16});
   CHECK(s.norm_mean == std::vector<float>{0.485f, 0.456f, 0.406f});
   for (std::size_t i = 0; i < s.train->size(); ++i) {
-    const auto a = sample(*s.train, i, 77);
-    CHECK(a == sample(*s.train, i, 77));  // same key, same bits
-    CHECK(a != sample(*s.train, i, 78));
-    CHECK(sample(*s.train, i) == sample(*s.train, i, 0));
+    const auto a = augmented(*s.train, i, 77);
+    CHECK(a == augmented(*s.train, i, 77));  // same key, same bits
+    CHECK(a != augmented(*s.train, i, 78));
+    CHECK(augmented(*s.train, i) == augmented(*s.train, i, 0));
   }
   // The JPEG's crops (decoded as a region at a DCT scale) equal resampling a full decode.
   const auto& folder = dynamic_cast<const FolderDataset&>(*s.train);
@@ -145,12 +145,12 @@ TEST_CASE("Folder crops: evaluation centre crop, training crops from (key, index
     resample_box(whole, {box.x * sx, box.y * sy, box.width * sx, box.height * sy, box.flip}, 16, 16, {mean, stdev},
                  expected.data());
     INFO("key " << key);
-    CHECK(sample(*s.train, photo, key) == expected);
+    CHECK(augmented(*s.train, photo, key) == expected);
   }
   // A flat image stays flat through any crop and resampling.
   write_png(dir / "val" / "c0" / "flat.png", std::vector<std::uint8_t>(50 * 30 * 3, 200), 50, 30, 3);
   const DatasetSplits f = load_dataset(c);
-  const auto v = sample(*f.test, 0);  // c0/flat.png sorts first
+  const auto v = augmented(*f.test, 0);  // c0/flat.png sorts first
   for (int ch = 0; ch < 3; ++ch)
     CHECK(v[static_cast<std::size_t>(ch) * 256 + 17] == Approx((200 / 255.0 - f.norm_mean[ch]) / f.norm_std[ch]).epsilon(1e-5));
 
@@ -173,12 +173,12 @@ TEST_CASE("Folder bad images: named errors, or skipped and listed", "[folder]") 
   c.normalize = false;
   {
     const DatasetSplits s = load_dataset(c);
-    CHECK_THROWS_WITH(sample(*s.train, 1), Catch::Contains("img001.png") && Catch::Contains("expected a complete PNG"));
+    CHECK_THROWS_WITH(augmented(*s.train, 1), Catch::Contains("img001.png") && Catch::Contains("expected a complete PNG"));
   }
   c.skip_bad_images = true;
   {
     const DatasetSplits s = load_dataset(c);
-    CHECK(sample(*s.train, 1) == sample(*s.train, 2));  // the next good image stands in
+    CHECK(augmented(*s.train, 1) == augmented(*s.train, 2));  // the next good image stands in
     const auto bad = dynamic_cast<const FolderDataset&>(*s.train).bad_images();
     REQUIRE(bad.size() == 1);
     CHECK(bad[0].find("img001.png") != std::string::npos);
@@ -224,8 +224,8 @@ TEST_CASE("A Fashion-MNIST slice as PNG files gives the IDX reader's floats", "[
   CHECK(s.norm_std == std);
   for (std::size_t i = 0; i < s.train->size(); ++i) {
     REQUIRE(s.train->label(i) == ref_train.label(i));
-    REQUIRE(sample(*s.train, i) == sample(ref_train, i));
-    REQUIRE(sample(*s.train, i, 99) == sample(ref_train, i, 99));
+    REQUIRE(augmented(*s.train, i) == augmented(ref_train, i));
+    REQUIRE(augmented(*s.train, i, 99) == augmented(ref_train, i, 99));
   }
-  for (std::size_t i = 0; i < s.test->size(); ++i) REQUIRE(sample(*s.test, i) == sample(ref_test, i));
+  for (std::size_t i = 0; i < s.test->size(); ++i) REQUIRE(augmented(*s.test, i) == augmented(ref_test, i));
 }
