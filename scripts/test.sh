@@ -47,10 +47,11 @@ supp=$root/test/sanitizers
 status=0
 # The sanitizer builds are unity builds (CMake joins up to 8 sources of a target into one
 # translation unit): each header (oneDNN's, fmt's, CLI11's, Catch2's) is parsed and its inline
-# code compiled under instrumentation once per group instead of once per file, which made
-# these builds the longest part of CI. The Release build above compiles every file on its
-# own, so a file that does not compile by itself still fails there; what a group hides is
-# only ASan's initialization-order check between files of the same group.
+# code compiled under instrumentation once per group instead of once per file (on a 2-core Zen 3
+# the ASan build took 773 s instead of 920-950 s, the TSan build 267 s instead of ~400 s).
+# The Release build above compiles every file on its own, so a file that does not compile
+# by itself still fails there; what a group hides is only ASan's initialization-order check
+# between files of the same group.
 unity=-DCMAKE_UNITY_BUILD=ON
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite. Options:
