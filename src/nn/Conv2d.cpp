@@ -27,6 +27,7 @@
 
 #include <fmt/format.h>
 
+#include "nn/ConvPrimitives.h"
 #include "nn/DnnlContext.h"
 #include "nn/Precision.h"
 #include "nn/Winograd.h"
@@ -108,115 +109,14 @@ struct Conv2d::ConvState : State {
 
 namespace {
 
-// Strides, dilations (oneDNN's: 0 = dense) and symmetric padding of one layer.
-struct Geometry {
-  memory::dims strides, dilates, pad;
-};
-
-// Backward-weights, first with the forward's src / diff_dst layouts (no activation
-// reorders) as long as oneDNN has a jit kernel for them; else nhwc, whose jit kernel beat
-// oneDNN's own pick where the forward layouts fail (LeNet's conv2, 6 input channels: 0.20
-// vs 0.47 ms per step for avx2 8-blocked, batch 64, one thread); else layouts of oneDNN's
-// choosing.
-// With Winograd asked for (alg), first that with the forward's layouts (counted in
-// wino_passes), then all of the above with direct kernels.
-dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(
-    dnnl::algorithm alg, const memory::desc& src_md, const memory::desc& dst_md, const memory::desc& dw_any,
-    const memory::desc& b_md, const Geometry& g, const dnnl::convolution_forward::primitive_desc& fwd_pd,
-    int& wino_passes) {
-  const auto& eng = fwd_pd.get_engine();
-  const auto type = src_md.data_type();
-  if (alg != dnnl::algorithm::convolution_direct) {
-    const dnnl::convolution_backward_weights::desc wino(alg, src_md, dw_any, b_md, dst_md, g.strides, g.dilates,
-                                                        g.pad, g.pad);
-    dnnl::convolution_backward_weights::primitive_desc pd(wino, eng, fwd_pd, /*allow_empty=*/true);
-    if (pd) {
-      ++wino_passes;
-      return pd;
-    }
-  }
-  const memory::desc src_nhwc(src_md.dims(), type, tag::nhwc), dst_nhwc(dst_md.dims(), type, tag::nhwc);
-  const std::pair<memory::desc, memory::desc> candidates[] = {{src_md, dst_md}, {src_nhwc, dst_nhwc}};
-  for (const auto& [src, diff_dst] : candidates) {
-    const dnnl::convolution_backward_weights::desc fixed(dnnl::algorithm::convolution_direct, src, dw_any, b_md,
-                                                         diff_dst, g.strides, g.dilates, g.pad, g.pad);
-    dnnl::convolution_backward_weights::primitive_desc pd(fixed, eng, fwd_pd, /*allow_empty=*/true);
-    if (pd && std::string(pd.impl_info_str()).rfind("jit", 0) == 0) return pd;
-  }
-  const memory::desc src_any(src_md.dims(), type, tag::any), dst_any(dst_md.dims(), type, tag::any);
-  const dnnl::convolution_backward_weights::desc any(dnnl::algorithm::convolution_direct, src_any, dw_any, b_md,
-                                                     dst_any, g.strides, g.dilates, g.pad, g.pad);
-  return {any, eng, fwd_pd};
-}
-
-// RINGTRAIN_CONV_WINOGRAD=0 is not set (read once).
-bool winograd_allowed() {
-  static const bool allowed = [] {
-    const char* env = std::getenv("RINGTRAIN_CONV_WINOGRAD");
-    return !(env && std::strcmp(env, "0") == 0);
-  }();
-  return allowed;
-}
-
-bool avx2_isa() {
-  const dnnl::cpu_isa isa = effective_isa();
-  return isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni;
-}
-
-// nn/Winograd on this CPU and in this process.
-bool winograd_enabled() { return avx2_isa() && winograd_allowed(); }
-
-// oneDNN's jit_wino_4x3 exists from avx512_core on.
-bool onednn_winograd_isa() {
-  const dnnl::cpu_isa isa = effective_isa();
-  return isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
-         isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
-}
-
 float* floats(const memory& m) { return static_cast<float*>(m.get_data_handle()); }
-
-// A reorder from the layout `from` into a new memory of layout `to`, unless they agree
-// (then both stay empty).
-void reorder_if_needed(const memory::desc& from, const memory::desc& to, memory& dst, dnnl::reorder& r) {
-  if (from == to) return;
-  const auto& eng = DnnlContext::get().engine();
-  dst = memory(to, eng);
-  r = dnnl::reorder(memory(from, eng, DNNL_MEMORY_NONE), dst);
-}
-
-// forward's post-op: with `relu`, an eltwise ReLU applied to the accumulator before the store
-// (and before bf16 rounding, which keeps the sign): the bits of a separate ReLU, one pass over
-// dst fewer.
-dnnl::primitive_attr relu_attr(bool relu) {
-  dnnl::primitive_attr attr;
-  if (relu) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-    attr.set_post_ops(ops);
-  }
-  return attr;
-}
-
-// make(alg, allow_empty) -> a primitive desc: on oneDNN's Winograd when `alg` asks for it and
-// oneDNN has a kernel for the pass (counted in wino_passes), else on its direct kernels.
-template <class Make>
-auto winograd_or_direct(dnnl::algorithm alg, const Make& make, int& wino_passes) {
-  if (alg != dnnl::algorithm::convolution_direct) {
-    auto pd = make(alg, /*allow_empty=*/true);
-    if (pd) {
-      ++wino_passes;
-      return pd;
-    }
-  }
-  return make(dnnl::algorithm::convolution_direct, /*allow_empty=*/false);
-}
 
 }  // namespace
 
 bool Conv2d::winograd_applies() const {
   return compute_type() == memory::data_type::f32 &&
          winograd::applies(opt_.in, opt_.out, opt_.kernel, opt_.stride, opt_.pad, opt_.dilation, opt_.groups) &&
-         winograd_enabled();
+         conv::winograd_enabled();
 }
 
 bool Conv2d::winograd() const { return static_cast<const ConvState&>(state()).wino != nullptr; }
@@ -224,7 +124,7 @@ bool Conv2d::winograd() const { return static_cast<const ConvState&>(state()).wi
 bool Conv2d::onednn_winograd_wanted() const {
   const Options& o = opt_;
   return compute_type() == memory::data_type::f32 && o.kernel == 3 && o.stride == 1 && o.dilation == 1 &&
-         o.groups == 1 && o.in >= 64 && o.out >= 64 && onednn_winograd_isa() && winograd_allowed();
+         o.groups == 1 && o.in >= 64 && o.out >= 64 && conv::onednn_winograd_isa() && conv::winograd_allowed();
 }
 
 int Conv2d::onednn_winograd_passes() const { return static_cast<const ConvState&>(state()).onednn_wino_passes; }
@@ -248,7 +148,7 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
     return s;
   }
   // Dilation 1 gives oneDNN dilates 0: the same descriptor as the undilated constructors.
-  const Geometry geo{{opt_.stride, opt_.stride}, {opt_.dilation - 1, opt_.dilation - 1}, {opt_.pad, opt_.pad}};
+  const conv::Geometry geo{{opt_.stride, opt_.stride}, {opt_.dilation - 1, opt_.dilation - 1}, {opt_.pad, opt_.pad}};
   const memory::dims src_dims(in.begin(), in.end()), dst_dims(out.begin(), out.end()), w_dims = weights_dims();
   const auto f32 = memory::data_type::f32, type = compute_type();
   const memory::desc src_any(src_dims, type, tag::any), dst_any(dst_dims, type, tag::any),
@@ -257,9 +157,9 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
 
   // forward_training in eval too: oneDNN 2.6's forward_inference picks brgconv/nhwc, slower than
   // jit nChw16c (nn_bench eval, 1 thread: lenet5 b64 ~1.3-2x, vgg11 b32 ~1.2x); no workspace.
-  const dnnl::primitive_attr attr = relu_attr(relu_post_op());
+  const dnnl::primitive_attr attr = conv::relu_attr(relu_post_op());
   const auto alg = onednn_winograd_wanted() ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
-  const auto fwd_pd = winograd_or_direct(
+  const auto fwd_pd = conv::winograd_or_direct(
       alg,
       [&](dnnl::algorithm a, bool allow_empty) {
         const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, a, src_any, w_any, bias_md, dst_any,
@@ -282,18 +182,18 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
   // (ReLU, pooling, BN) produce their diff_src in the layout of their forward src.
   s->diff_dst_md = s->dst_md;
   const auto bww_pd =
-      backward_weights_pd(alg, s->src_md, s->dst_md, dw_any, bias_md, geo, fwd_pd, s->onednn_wino_passes);
+      conv::backward_weights_pd(alg, s->src_md, s->dst_md, dw_any, bias_md, geo, fwd_pd, s->onednn_wino_passes);
   s->bwd_weights = dnnl::convolution_backward_weights(bww_pd);
   s->bwd_weights_src_md = bww_pd.src_desc();
-  reorder_if_needed(s->src_md, s->bwd_weights_src_md, s->bwd_weights_src, s->to_bwd_weights_src);
+  conv::reorder_if_needed(s->src_md, s->bwd_weights_src_md, s->bwd_weights_src, s->to_bwd_weights_src);
   s->bwd_weights_diff_dst_md = bww_pd.diff_dst_desc();
-  reorder_if_needed(s->diff_dst_md, s->bwd_weights_diff_dst_md, s->bwd_weights_diff_dst, s->to_bwd_weights_diff_dst);
+  conv::reorder_if_needed(s->diff_dst_md, s->bwd_weights_diff_dst_md, s->bwd_weights_diff_dst, s->to_bwd_weights_diff_dst);
   const memory user_dw(plain_md(Dims(w_dims.begin(), w_dims.end())), eng, grads_[0].data());
   s->diff_weights = ReorderedMemory(user_dw, bww_pd.diff_weights_desc());
   if (opt_.bias) s->diff_bias = memory(b_md, eng, grads_[1].data());
 
   if (need_diff_src) {
-    const auto bwd_pd = winograd_or_direct(
+    const auto bwd_pd = conv::winograd_or_direct(
         alg,
         [&](dnnl::algorithm a, bool allow_empty) {
           const dnnl::convolution_backward_data::desc d(a, src_any, w_any, dst_any, geo.strides, geo.dilates, geo.pad,
@@ -304,7 +204,7 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
     s->bwd_data = dnnl::convolution_backward_data(bwd_pd);
     s->diff_src_md = bwd_pd.diff_src_desc();
     s->bwd_data_diff_dst_md = bwd_pd.diff_dst_desc();
-    reorder_if_needed(s->diff_dst_md, s->bwd_data_diff_dst_md, s->bwd_data_diff_dst, s->to_bwd_data_diff_dst);
+    conv::reorder_if_needed(s->diff_dst_md, s->bwd_data_diff_dst_md, s->bwd_data_diff_dst, s->to_bwd_data_diff_dst);
     s->bwd_data_weights = weight_copy(0, bwd_pd.weights_desc(), s->weights);
   }
   return s;

@@ -15,9 +15,9 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
-#include <oneapi/dnnl/dnnl.h>
 
 #include "common/CpuDispatch.h"
+#include "nn/Sgemm.h"
 #include "nn/WinogradKernels.h"
 
 namespace ringtrain::winograd {
@@ -25,6 +25,7 @@ namespace ringtrain::winograd {
 namespace {
 
 using namespace detail;
+using ringtrain::detail::sgemm;
 
 // Tiles per chunk: the chunk's V and M (36 x tiles x (in + out) floats) are sized to about
 // this many bytes, so the sgemms read what the transforms just wrote from cache.
@@ -135,12 +136,6 @@ RINGTRAIN_STREAM_CLONES void weight_grad_rows(const float* __restrict du, std::i
 std::int64_t chunk_tiles(std::int64_t cin, std::int64_t cout, std::int64_t tiles, std::int64_t min_tiles) {
   const std::int64_t per_tile = kPoints * (cin + cout) * static_cast<std::int64_t>(sizeof(float));
   return std::clamp<std::int64_t>(kChunkBytes / per_tile, std::min(min_tiles, tiles), tiles);
-}
-
-void sgemm(char ta, char tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
-           const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-  if (dnnl_sgemm(ta, tb, m, n, k, 1.f, a, lda, b, ldb, beta, c, ldc) != dnnl_success)
-    throw std::runtime_error(fmt::format("winograd: dnnl_sgemm failed ({}x{}x{})", m, n, k));
 }
 
 // Points' matrices 64 bytes apart beyond their size: at a power-of-two stride the 36 rows a
