@@ -29,8 +29,8 @@ Two things make a raw fp32-vs-fp64 figure unfair, and the verdict allows for bot
 mobilenet_v2 at 32x32 stays outside 1e-4: its step is ill-conditioned in fp32 (PyTorch fp32 alone
 is 1.3e-2 from fp64, and 4.3e-2 from PyTorch fp32 in channels-last in one tensor; see README).
 
-ringtrain runs with RINGTRAIN_CONV_WINOGRAD=0 unless --conv winograd: oneDNN's direct convolutions,
-the kernels PyTorch runs, so that what is left is the import. On AVX2 ringtrain's default runs its
+ringtrain runs with RINGTRAIN_CONV_WINOGRAD=0 and RINGTRAIN_CONV_PAIRS=0 unless --conv winograd:
+oneDNN's direct convolutions, the kernels PyTorch runs, so that what is left is the import. On AVX2 ringtrain's default runs its
 fp32 3x3 convolutions of 64+ channels as Winograd F(4x4, 3x3) (src/nn/Winograd.cpp), whose results
 lie up to ~4e-6 of the largest output from double instead of ~1e-7: a logit near 0 then misses the
 per-element 1e-4, and resnet18 moved one near-kink ReLU to the other side (see README).
@@ -260,13 +260,15 @@ def main():
     ap.add_argument("--models", default="resnet18,mobilenet_v2")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--conv", choices=["direct", "winograd"], default="direct",
-                    help="ringtrain's 3x3 convolutions: oneDNN's direct kernels (default) or its own default on AVX2")
+                    help="ringtrain's 3x3 convolutions: oneDNN's direct kernels (default) or its own defaults on AVX2 "
+                         "(Winograd; pixel pairs on images of at most 2x2)")
     ap.add_argument("--verbose", action="store_true", help="print every tensor whose update is off by more than 1e-4")
     args = ap.parse_args()
-    if args.conv == "direct":
-        ENV["RINGTRAIN_CONV_WINOGRAD"] = "0"
-    else:
-        ENV.pop("RINGTRAIN_CONV_WINOGRAD", None)
+    for name in ("RINGTRAIN_CONV_WINOGRAD", "RINGTRAIN_CONV_PAIRS"):
+        if args.conv == "direct":
+            ENV[name] = "0"
+        else:
+            ENV.pop(name, None)
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="onnx_torch_") as tmp:
         ok = [check(args.ringtrain, n, args.batch, tmp, args.verbose) for n in args.models.split(",")]

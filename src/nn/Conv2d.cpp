@@ -16,7 +16,11 @@
 // stride-1 layers of 64+ channels ask oneDNN for its Winograd (jit_wino_4x3, nChw16c), never
 // picked unasked, direct kernels for passes it declines: 1.35-2.2x on resnet18/50's 3x3 layers,
 // 0.8-0.9x at 16-32 channels (hence the 64); no bf16 (docs/design.md).
-// RINGTRAIN_CONV_WINOGRAD=0 in the environment keeps every layer on oneDNN's direct kernels (A/B runs).
+// Before both, an fp32 3x3 stride-1 layer of 64+ channels on images of at most 2x2 pixels runs
+// on nn/PixelPairConv on AVX2 (one sgemm per output and input pixel pair; vgg11's last two
+// layers at 32x32 inputs, resnet18/50's last stage), also with nChw8c activations.
+// RINGTRAIN_CONV_WINOGRAD=0 in the environment keeps the layers nn/Winograd would take on oneDNN's
+// direct kernels, RINGTRAIN_CONV_PAIRS=0 those nn/PixelPairConv would take (A/B runs).
 #include "nn/Conv2d.h"
 
 #include <cstdlib>
@@ -29,6 +33,7 @@
 
 #include "nn/ConvPrimitives.h"
 #include "nn/DnnlContext.h"
+#include "nn/PixelPairConv.h"
 #include "nn/Precision.h"
 #include "nn/Winograd.h"
 
@@ -103,13 +108,27 @@ struct Conv2d::ConvState : State {
   memory::desc bwd_data_diff_dst_md, bwd_weights_diff_dst_md, bwd_weights_src_md;
   memory bwd_data_diff_dst, bwd_weights_diff_dst, bwd_weights_src;
   dnnl::reorder to_bwd_data_diff_dst, to_bwd_weights_diff_dst, to_bwd_weights_src;
-  std::unique_ptr<winograd::Conv3x3> wino;  // set: the layer runs on it, none of the above
-  int onednn_wino_passes = 0;                // of fwd, bwd_data, bwd_weights, on oneDNN's Winograd
+  std::unique_ptr<winograd::Conv3x3> wino;     // set: the layer runs on it, none of the above
+  std::unique_ptr<pixelpair::Conv3x3> pairs;  // likewise
+  int onednn_wino_passes = 0;                 // of fwd, bwd_data, bwd_weights, on oneDNN's Winograd
 };
 
 namespace {
 
 float* floats(const memory& m) { return static_cast<float*>(m.get_data_handle()); }
+
+// Converts the arena's weights into an own kernel's form (w: winograd:: or pixelpair::Weights)
+// unless they are unchanged since version `at` (valid: converted since the last build);
+// counts the conversions.
+template <class OwnWeights>
+void convert_if_changed(OwnWeights& w, const float* weights, const ParamsVersion& version, std::uint64_t& at,
+                        bool& valid, std::uint64_t& conversions) {
+  if (valid && version.unchanged_since(at)) return;
+  w.set(weights);
+  at = version.value;
+  valid = true;
+  ++conversions;
+}
 
 }  // namespace
 
@@ -121,6 +140,15 @@ bool Conv2d::winograd_applies() const {
 
 bool Conv2d::winograd() const { return static_cast<const ConvState&>(state()).wino != nullptr; }
 
+bool Conv2d::pixel_pairs_apply(std::int64_t h, std::int64_t w) const {
+  return compute_type() == memory::data_type::f32 &&
+         pixelpair::applies(opt_.in, opt_.out, opt_.kernel, opt_.stride, opt_.pad, opt_.dilation, opt_.groups, h,
+                            w) &&
+         conv::pixel_pairs_enabled();
+}
+
+bool Conv2d::pixel_pairs() const { return static_cast<const ConvState&>(state()).pairs != nullptr; }
+
 bool Conv2d::onednn_winograd_wanted() const {
   const Options& o = opt_;
   return compute_type() == memory::data_type::f32 && o.kernel == 3 && o.stride == 1 && o.dilation == 1 &&
@@ -129,24 +157,36 @@ bool Conv2d::onednn_winograd_wanted() const {
 
 int Conv2d::onednn_winograd_passes() const { return static_cast<const ConvState&>(state()).onednn_wino_passes; }
 
+bool Conv2d::build_own(ConvState& s, const Dims& in, const Dims& out, Phase phase, bool need_diff_src) {
+  const winograd::Shape wino_shape{in[0], opt_.in, opt_.out, in[2], in[3]};
+  // On an image of at most 2x2 pixels pixel pairs first, whatever the batch: Winograd would
+  // spend 36 multiplies per channel pair on each image's one tile, the pairs 16 or fewer.
+  if (pixel_pairs_apply(in[2], in[3])) {
+    s.pairs = std::make_unique<pixelpair::Conv3x3>(pixelpair::Shape{in[0], opt_.in, opt_.out, in[2], in[3]});
+    if (!pair_weights_) pair_weights_ = std::make_shared<pixelpair::Weights>(opt_.in, opt_.out);
+    pair_valid_ = false;  // the parameters may have been bound anew
+  } else if (winograd_applies() && winograd::worthwhile(wino_shape)) {
+    s.wino = std::make_unique<winograd::Conv3x3>(wino_shape);
+    if (!wino_weights_) wino_weights_ = std::make_shared<winograd::Weights>(opt_.in, opt_.out);
+    wino_valid_ = false;  // the parameters may have been bound anew
+  } else {
+    return false;
+  }
+  s.src_md = memory::desc({in.begin(), in.end()}, memory::data_type::f32, tag::nChw8c);
+  s.dst_md = memory::desc({out.begin(), out.end()}, memory::data_type::f32, tag::nChw8c);
+  if (opt_.bias) s.bias = memory(memory::desc({opt_.out}, memory::data_type::f32, tag::x), engine(), params_[1].data());
+  if (phase != Phase::kTrain) return true;
+  s.diff_dst_md = s.dst_md;
+  if (need_diff_src) s.diff_src_md = s.src_md;
+  return true;
+}
+
 std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase phase, bool need_diff_src) {
   const Dims in = md_dims(in_md);
   const Dims out = out_shape(in);
   auto s = std::make_unique<ConvState>();
+  if (build_own(*s, in, out, phase, need_diff_src)) return s;
   auto& eng = engine();
-  const winograd::Shape wino_shape{in[0], opt_.in, opt_.out, in[2], in[3]};
-  if (winograd_applies() && winograd::worthwhile(wino_shape)) {
-    s->wino = std::make_unique<winograd::Conv3x3>(wino_shape);
-    if (!wino_weights_) wino_weights_ = std::make_shared<winograd::Weights>(opt_.in, opt_.out);
-    wino_valid_ = false;  // the parameters may have been bound anew
-    s->src_md = memory::desc({in.begin(), in.end()}, memory::data_type::f32, tag::nChw8c);
-    s->dst_md = memory::desc({out.begin(), out.end()}, memory::data_type::f32, tag::nChw8c);
-    if (opt_.bias) s->bias = memory(memory::desc({opt_.out}, memory::data_type::f32, tag::x), eng, params_[1].data());
-    if (phase != Phase::kTrain) return s;
-    s->diff_dst_md = s->dst_md;
-    if (need_diff_src) s->diff_src_md = s->src_md;
-    return s;
-  }
   // Dilation 1 gives oneDNN dilates 0: the same descriptor as the undilated constructors.
   const conv::Geometry geo{{opt_.stride, opt_.stride}, {opt_.dilation - 1, opt_.dilation - 1}, {opt_.pad, opt_.pad}};
   const memory::dims src_dims(in.begin(), in.end()), dst_dims(out.begin(), out.end()), w_dims = weights_dims();
@@ -213,15 +253,17 @@ std::unique_ptr<Layer::State> Conv2d::build(const memory::desc& in_md, Phase pha
 void Conv2d::run_forward(State& base, const memory& src, const memory& dst, std::uint64_t) {
   auto& s = static_cast<ConvState&>(base);
   if (s.wino) {
-    const ParamsVersion& version = params_version();
-    if (!wino_valid_ || !version.unchanged_since(wino_version_)) {
-      wino_weights_->set(params_[0].data());
-      wino_version_ = version.value;
-      wino_valid_ = true;
-      ++wino_conversions_;
-    }
+    convert_if_changed(*wino_weights_, params_[0].data(), params_version(), wino_version_, wino_valid_,
+                       own_conversions_);
     s.wino->forward(*wino_weights_, floats(src), floats(dst), opt_.bias ? params_[1].data() : nullptr,
                     relu_post_op());
+    return;
+  }
+  if (s.pairs) {
+    convert_if_changed(*pair_weights_, params_[0].data(), params_version(), pair_version_, pair_valid_,
+                       own_conversions_);
+    s.pairs->forward(*pair_weights_, floats(src), floats(dst), opt_.bias ? params_[1].data() : nullptr,
+                     relu_post_op());
     return;
   }
   refresh(*s.weights);
@@ -239,6 +281,12 @@ void Conv2d::run_backward(State& base, const memory& diff_dst, const memory& dif
     if (s.need_diff_src) s.wino->backward_data(*wino_weights_, floats(diff_dst), floats(diff_src));
     s.wino->backward_weights(floats(s.src), floats(diff_dst), grads_[0].data(),
                              opt_.bias ? grads_[1].data() : nullptr);
+    return;
+  }
+  if (s.pairs) {  // as Winograd's: the forward turned the weights at their current version
+    if (s.need_diff_src) s.pairs->backward_data(*pair_weights_, floats(diff_dst), floats(diff_src));
+    s.pairs->backward_weights(floats(s.src), floats(diff_dst), grads_[0].data(),
+                              opt_.bias ? grads_[1].data() : nullptr);
     return;
   }
   auto& strm = stream();
@@ -273,8 +321,9 @@ Layer::StepReorders Conv2d::step_reorders() const {
   if (!current_) return {};
   const auto& s = static_cast<const ConvState&>(*current_);
   StepReorders r;
-  if (s.wino) {  // the weights' transform, like a reorder into a blocked copy
+  if (s.wino || s.pairs) {  // the weights' conversion, like a reorder into a blocked copy
     r.weights = 1;
+    if (s.pairs && s.phase == Phase::kTrain) r.weights += 1;  // and the gradient's back into the arena
     return r;
   }
   for (const dnnl::reorder* p : {&s.to_bwd_data_diff_dst, &s.to_bwd_weights_diff_dst, &s.to_bwd_weights_src})
@@ -289,12 +338,13 @@ std::size_t Conv2d::state_bytes() const {
   if (!current_) return 0;
   const auto& s = static_cast<const ConvState&>(*current_);
   if (s.wino) return wino_weights_->bytes();
+  if (s.pairs) return pair_weights_->bytes();
   std::size_t bytes = 0;
   for (const memory* m : {&s.bwd_data_diff_dst, &s.bwd_weights_diff_dst, &s.bwd_weights_src})
     if (*m) bytes += m->get_desc().get_size();
   return bytes;
 }
 
-std::uint64_t Conv2d::weight_conversions() const noexcept { return Layer::weight_conversions() + wino_conversions_; }
+std::uint64_t Conv2d::weight_conversions() const noexcept { return Layer::weight_conversions() + own_conversions_; }
 
 }  // namespace ringtrain

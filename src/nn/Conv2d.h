@@ -1,7 +1,8 @@
 // Conv2d: 2-D convolution (square kernel, stride, zero padding, dilation, groups, optional
 // bias) on oneDNN's convolution primitives with layouts of oneDNN's choosing (format_tag::any),
-// or, for the fp32 3x3 convolutions it takes on an AVX2 CPU, on nn/Winograd (on AVX-512: on
-// oneDNN's own Winograd kernels, for 3x3 stride-1 layers of 64+ channels).
+// or, for the fp32 3x3 convolutions they take on an AVX2 CPU, on nn/PixelPairConv (images of at
+// most 2x2 pixels) or nn/Winograd (on AVX-512: on oneDNN's own Winograd kernels, for 3x3
+// stride-1 layers of 64+ channels).
 #pragma once
 
 #include "nn/Layer.h"
@@ -9,6 +10,9 @@
 namespace ringtrain {
 
 namespace winograd {
+class Weights;
+}
+namespace pixelpair {
 class Weights;
 }
 
@@ -61,6 +65,8 @@ class Conv2d : public Layer {
   std::uint64_t weight_conversions() const noexcept override;
   // Whether the prepared state runs on nn/Winograd rather than oneDNN's direct kernels.
   bool winograd() const;
+  // Whether the prepared state runs on nn/PixelPairConv.
+  bool pixel_pairs() const;
   // How many of the prepared state's passes (forward, and in training backward-data and
   // backward-weights) run on oneDNN's Winograd kernels (AVX-512, fp32).
   int onednn_winograd_passes() const;
@@ -76,15 +82,22 @@ class Conv2d : public Layer {
   dnnl::memory::dims weights_dims() const;
   // nn/Winograd takes this layer at this compute type on this CPU (winograd_enabled()).
   bool winograd_applies() const;
+  // nn/PixelPairConv takes this layer on images of h x w at this compute type on this CPU.
+  bool pixel_pairs_apply(std::int64_t h, std::int64_t w) const;
+  // Sets s up for nn/PixelPairConv or nn/Winograd if one of them takes the layer at these
+  // shapes (pixel pairs first), with nChw8c activations; false: neither does.
+  bool build_own(ConvState& s, const Dims& in, const Dims& out, Phase phase, bool need_diff_src);
   // An fp32 3x3 stride-1 undilated dense layer of 64+ channels both ways on an AVX-512 CPU:
   // ask oneDNN for algorithm::convolution_winograd.
   bool onednn_winograd_wanted() const;
   Options opt_;
-  // The Winograd-transformed weights every state shares, and the parameters' version they
-  // were transformed at (valid false: not since the last build).
+  // The weights as nn's own kernels take them (Winograd-transformed, or tap-major), shared by
+  // every state, and the parameters' version they were converted at (valid false: not since
+  // the last build); own_conversions_ counts the conversions of both.
   std::shared_ptr<winograd::Weights> wino_weights_;
-  std::uint64_t wino_version_ = 0, wino_conversions_ = 0;
-  bool wino_valid_ = false;
+  std::shared_ptr<pixelpair::Weights> pair_weights_;
+  std::uint64_t wino_version_ = 0, pair_version_ = 0, own_conversions_ = 0;
+  bool wino_valid_ = false, pair_valid_ = false;
 };
 
 }  // namespace ringtrain

@@ -71,6 +71,14 @@ bool avx2_isa() {
 // nn/Winograd on this CPU and in this process.
 bool winograd_enabled() { return avx2_isa() && winograd_allowed(); }
 
+bool pixel_pairs_enabled() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("RINGTRAIN_CONV_PAIRS");
+    return !(env && std::strcmp(env, "0") == 0);
+  }();
+  return avx2_isa() && allowed;
+}
+
 // oneDNN's jit_wino_4x3 exists from avx512_core on.
 bool onednn_winograd_isa() {
   const dnnl::cpu_isa isa = effective_isa();

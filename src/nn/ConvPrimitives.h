@@ -1,6 +1,6 @@
-// Conv2d's choices of kernels and its oneDNN primitive descriptors: whether this CPU and
-// process allow nn/Winograd or oneDNN's Winograd, the backward-weights descriptor's layout
-// search, the forward's ReLU post-op. Internal to nn/.
+// Conv2d's choices of kernels and its oneDNN primitive descriptors: which of nn's own kernels
+// (nn/Winograd, nn/PixelPairConv) or oneDNN's Winograd this CPU and process allow, the
+// backward-weights descriptor's layout search, the forward's ReLU post-op. Internal to nn/.
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -16,6 +16,9 @@ struct Geometry {
 bool winograd_allowed();
 // nn/Winograd on this CPU and in this process (AVX2, allowed).
 bool winograd_enabled();
+// nn/PixelPairConv on this CPU and in this process: AVX2, where it was measured, and
+// RINGTRAIN_CONV_PAIRS=0 not set (read once).
+bool pixel_pairs_enabled();
 // oneDNN's jit_wino_4x3 exists from avx512_core on.
 bool onednn_winograd_isa();
 

@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 #include <omp.h>
 
+#include "conv3x3_reference.h"
 #include "layer_harness.h"
 #include "nn/Conv2d.h"
 #include "nn/ParamsVersion.h"
@@ -32,79 +33,8 @@ namespace {
 // these shapes (its transforms scale by up to 8 and 1/24), the layer tests' forward bound.
 constexpr double kTol = 1e-5;
 
-struct Ref {
-  Vec y, dx, dw, db;
-};
-
-// y = conv3x3(x, w) + b (stride 1, padding 1), and the gradients of sum(y * dy), in double.
-Ref reference(const winograd::Shape& s, const Vec& x, const Vec& w, const Vec& b, const Vec& dy) {
-  const std::int64_t N = s.batch, C = s.in, K = s.out, H = s.height, W = s.width;
-  Ref r{Vec(N * K * H * W), Vec(N * C * H * W, 0.0), Vec(K * C * 9, 0.0), Vec(K, 0.0)};
-  for (std::int64_t n = 0; n < N; ++n)
-    for (std::int64_t k = 0; k < K; ++k)
-      for (std::int64_t i = 0; i < H; ++i)
-        for (std::int64_t j = 0; j < W; ++j) {
-          const std::int64_t yi = ((n * K + k) * H + i) * W + j;
-          double acc = b.empty() ? 0.0 : b[k];
-          const double g = dy[yi];
-          if (!b.empty()) r.db[k] += g;
-          for (std::int64_t c = 0; c < C; ++c)
-            for (int u = 0; u < 3; ++u)
-              for (int v = 0; v < 3; ++v) {
-                const std::int64_t h = i + u - 1, ww = j + v - 1;
-                if (h < 0 || h >= H || ww < 0 || ww >= W) continue;
-                const std::int64_t xi = ((n * C + c) * H + h) * W + ww, wi = ((k * C + c) * 3 + u) * 3 + v;
-                acc += w[wi] * x[xi];
-                r.dx[xi] += w[wi] * g;
-                r.dw[wi] += x[xi] * g;
-              }
-          r.y[yi] = acc;
-        }
-  return r;
-}
-
-// Plain nchw floats <-> nChw8c through oneDNN reorders.
-std::vector<float> reorder(const std::vector<float>& v, const memory::dims& dims, tag from, tag to) {
-  auto& eng = DnnlContext::get().engine();
-  auto& strm = DnnlContext::get().stream();
-  std::vector<float> in = v, out(v.size());
-  memory a({dims, memory::data_type::f32, from}, eng, in.data()), b({dims, memory::data_type::f32, to}, eng, out.data());
-  dnnl::reorder(a, b).execute(strm, a, b);
-  strm.wait();
-  return out;
-}
-
 void check_kernel(const winograd::Shape& s, bool bias, bool relu) {
-  INFO("shape " << s.batch << "x" << s.in << "x" << s.height << "x" << s.width << " -> " << s.out << ", bias " << bias
-                << ", relu " << relu);
-  const memory::dims xd{s.batch, s.in, s.height, s.width}, yd{s.batch, s.out, s.height, s.width};
-  const auto x = random_floats(static_cast<std::size_t>(s.batch * s.in * s.height * s.width), 11);
-  const auto w = random_floats(static_cast<std::size_t>(s.out * s.in * 9), 12);
-  const auto b = bias ? random_floats(static_cast<std::size_t>(s.out), 13) : std::vector<float>{};
-  const auto dy = random_floats(static_cast<std::size_t>(s.batch * s.out * s.height * s.width), 14);
-  Ref want = reference(s, to_double(x), to_double(w), to_double(b), to_double(dy));
-
-  winograd::Weights weights(s.in, s.out);
-  weights.set(w.data());
-  const winograd::Conv3x3 conv(s);
-  const auto x8 = reorder(x, xd, tag::nchw, tag::nChw8c);
-  std::vector<float> y8(dy.size(), 7.f);
-  conv.forward(weights, x8.data(), y8.data(), bias ? b.data() : nullptr, relu);
-  if (relu)  // a fused ReLU changes only the forward's output (the ReLU layer masks the gradient)
-    for (double& v : want.y) v = std::max(v, 0.0);
-  const double ey = rel_error(reorder(y8, yd, tag::nChw8c, tag::nchw), want.y);
-  CHECK(ey < kTol);
-
-  const auto dy8 = reorder(dy, yd, tag::nchw, tag::nChw8c);
-  std::vector<float> dx8(x.size(), 7.f), dw(w.size(), 7.f), db(b.size(), 7.f);
-  conv.backward_data(weights, dy8.data(), dx8.data());
-  conv.backward_weights(x8.data(), dy8.data(), dw.data(), bias ? db.data() : nullptr);
-  const double edx = rel_error(reorder(dx8, xd, tag::nChw8c, tag::nchw), want.dx);
-  const double edw = rel_error(dw, want.dw);
-  INFO("relative errors: forward " << ey << ", diff_src " << edx << ", diff_weights " << edw);
-  CHECK(edx < kTol);
-  CHECK(edw < kTol);
-  if (bias) CHECK(rel_error(db, want.db) < 1e-6);
+  check_own_kernel<winograd::Conv3x3, winograd::Weights>(s, bias, relu, kTol, 11);
 }
 
 }  // namespace
@@ -194,7 +124,7 @@ TEST_CASE("Conv2d runs its fp32 3x3 layers of 16+ channels and 256+ output pixel
   const bool avx512 = isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
                       isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
   CHECK(conv.onednn_winograd_passes() == (avx512 && !(off && std::string(off) == "0") ? 3 : 0));
-  const Ref want = reference(s, to_double(x), to_double(params[0]), to_double(params[1]), to_double(dy));
+  const Conv3x3Ref want = conv3x3_reference(s, to_double(x), to_double(params[0]), to_double(params[1]), to_double(dy));
   INFO("relative errors: forward " << rel_error(got.y, want.y) << ", diff_src " << rel_error(got.dx, want.dx)
                                    << ", diff_weights " << rel_error(got.dparams[0], want.dw));
   CHECK(rel_error(got.y, want.y) < kTol);
@@ -225,39 +155,6 @@ TEST_CASE("Conv2d on Winograd transforms its weights once per parameter change",
     WARN("skipped: Conv2d runs on Winograd on AVX2 CPUs only, unless RINGTRAIN_CONV_WINOGRAD=0");
     return;
   }
-  auto& eng = DnnlContext::get().engine();
-  auto& strm = DnnlContext::get().stream();
-  const winograd::Shape s{1, 64, 64, 17, 16};
   Conv2d conv("conv", {.in = 64, .out = 64, .kernel = 3, .pad = 1, .bias = false});
-  Tensor w({64, 64, 3, 3}), dw({64, 64, 3, 3});
-  const auto w0 = random_floats(static_cast<std::size_t>(w.numel()), 31);
-  std::copy(w0.begin(), w0.end(), w.data());
-  ParamsVersion version;
-  conv.bind_params({w}, {dw}, &version);
-  const Dims in{1, 64, 17, 16};
-  conv.prepare(plain_md(in), Phase::kEval, false);
-  REQUIRE(conv.winograd());
-  const auto x = random_floats(static_cast<std::size_t>(numel(in)), 32);
-  std::vector<float> xc = x, y(x.size());
-  memory x_user(plain_md(in), eng, xc.data()), y_user(plain_md(in), eng, y.data());
-  memory src(conv.src_md(), eng), dst(conv.dst_md(), eng);
-  dnnl::reorder(x_user, src).execute(strm, x_user, src);
-  auto run = [&] {
-    conv.forward(src, dst, Phase::kEval);
-    dnnl::reorder(dst, y_user).execute(strm, dst, y_user);
-    strm.wait();
-    return y;
-  };
-  run();
-  run();
-  CHECK(conv.weight_conversions() == 1);  // the parameters did not change
-  std::vector<float> w1 = random_floats(static_cast<std::size_t>(w.numel()), 33);
-  {
-    ParamsSpan write(std::span<float>(w.data(), static_cast<std::size_t>(w.numel())), version);
-    std::copy(w1.begin(), w1.end(), write.begin());
-  }
-  const std::vector<float> got = run();
-  CHECK(conv.weight_conversions() == 2);
-  const Ref want = reference(s, to_double(x), to_double(w1), {}, Vec(numel(in), 0.0));
-  CHECK(rel_error(got, want.y) < kTol);
+  check_converts_once(conv, {1, 64, 17, 16}, &Conv2d::winograd, kTol);
 }
