@@ -17,7 +17,7 @@ binary (builds: of the first binary). Sides:
 Per run, after --warmup (benchlib/ringtrain.measure): step ms, all-reduce ms, of it in MPI and in
 the exact sum's conversion, the rest, MB sent, CPU %, hidden comm. Conditions: mpirun -np NP on
 this host (--bind-to none --oversubscribe, --threads T), synthetic data (1x28x28; 3x32x32 for
-vgg11; 3x224x224, at most 64 MB of it, for resnet18/50 and mobilenetv2), no evaluation, no
+vgg11; 3x224x224, at most 64 MB of it, for resnet18/50 and mobilenetv2; --shape for all), no evaluation, no
 TensorBoard; or --cluster N: N emulated nodes (root), one rank each.
 
   bench.py overhead --feature snapshot --models lenet5,mlp --np 2 --every 10 --rounds 15
@@ -26,6 +26,7 @@ TensorBoard; or --cluster N: N emulated nodes (root), one rank each.
 """
 import contextlib
 import os
+import re
 import statistics
 import tempfile
 
@@ -51,6 +52,8 @@ def add_arguments(p):
     p.add_argument("--warmup", type=int, default=5, help="untimed steps before the timed ones")
     p.add_argument("--every", type=int, default=10, help="snapshot: K of --snapshot-every")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--shape", metavar="CxHxW", help="synthetic images of this shape for every model (default: each "
+                   "model's own, above), e.g. 3x32x32 for resnet18/50's 1x1 last stage")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="snapshot: for the K > 0 runs' ranks, e.g. RINGTRAIN_TEST_SNAPSHOT_SKIP=crc")
     p.add_argument("--bin", action="append", default=[], help="repeatable: every binary runs every side")
@@ -74,6 +77,8 @@ def settle(args):
     if args.feature == "exact" and (args.batch_size < SHARDS_PER_RANK or args.batch_size % SHARDS_PER_RANK):
         err(f"--batch-size {args.batch_size} is not divisible by {SHARDS_PER_RANK} (the S={SHARDS_PER_RANK}np runs "
             "keep the global batch)")
+    if args.shape is not None and not re.fullmatch(r"[1-9]\d*x[1-9]\d*x[1-9]\d*", args.shape):
+        err(f"--shape {args.shape}: expected CxHxW, e.g. 3x32x32")
     if args.feature == "builds" and len(args.bin) < 2:
         err("--feature builds needs two --bin")
     if len(set(args.bin)) != len(args.bin) or args.rounds < 1 or args.warmup < 1:
@@ -109,7 +114,7 @@ def cases(args):
 
 
 def train_argv(args, binary, model, batch, extra, run_dir):
-    shape = ringtrain.shape_of(model)
+    shape = args.shape or ringtrain.shape_of(model)
     return ringtrain.train_argv(binary, model, args.steps[model], args.warmup, batch, run_dir, shape,
                                 ringtrain.synthetic_count(shape, batch * args.np),
                                 extra=["--threads", str(args.threads), *extra])
@@ -186,7 +191,8 @@ def run(args):
         results = interleave(args.rounds, args.models, sides, measure)
     where = (f"{args.cluster} emulated nodes, one rank each, {args.link_rate}, MTU {args.mtu}" if args.cluster
              else f"np {args.np} on this host") + (
-        f"; --threads {args.threads}; --batch-size {args.batch_size}; timed steps "
+        f"; --threads {args.threads}; --batch-size {args.batch_size}"
+        + (f"; images {args.shape}" if args.shape else "") + "; timed steps "
         f"{', '.join(f'{m} {n}' for m, n in args.steps.items())} after {args.warmup}; {args.rounds} interleaved "
         f"rounds, medians [min-max]; ratio: step ms / the baseline's of the same round, median of the rounds; "
         + "; ".join(f"bin{i} {b}" for i, b in enumerate(args.bin)))
