@@ -23,8 +23,6 @@
 // direct kernels, RINGTRAIN_CONV_PAIRS=0 those nn/PixelPairConv would take (A/B runs).
 #include "nn/Conv2d.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -276,19 +274,14 @@ void Conv2d::run_forward(State& base, const memory& src, const memory& dst, std:
 
 void Conv2d::run_backward(State& base, const memory& diff_dst, const memory& diff_src) {
   auto& s = static_cast<ConvState&>(base);
-  if (s.wino) {
-    // The forward transformed the weights at their current version; backward-data uses them.
-    if (s.need_diff_src) s.wino->backward_data(*wino_weights_, floats(diff_dst), floats(diff_src));
-    s.wino->backward_weights(floats(s.src), floats(diff_dst), grads_[0].data(),
-                             opt_.bias ? grads_[1].data() : nullptr);
-    return;
-  }
-  if (s.pairs) {  // as Winograd's: the forward turned the weights at their current version
-    if (s.need_diff_src) s.pairs->backward_data(*pair_weights_, floats(diff_dst), floats(diff_src));
-    s.pairs->backward_weights(floats(s.src), floats(diff_dst), grads_[0].data(),
-                              opt_.bias ? grads_[1].data() : nullptr);
-    return;
-  }
+  // On an own kernel: the forward converted the weights at their current version, and
+  // backward-data uses them.
+  const auto own = [&](const auto& conv, const auto& weights) {
+    if (s.need_diff_src) conv.backward_data(weights, floats(diff_dst), floats(diff_src));
+    conv.backward_weights(floats(s.src), floats(diff_dst), grads_[0].data(), opt_.bias ? grads_[1].data() : nullptr);
+  };
+  if (s.wino) return own(*s.wino, *wino_weights_);
+  if (s.pairs) return own(*s.pairs, *pair_weights_);
   auto& strm = stream();
   if (s.need_diff_src) {
     // Converted in forward already (the parameters have not changed since): a version check.
