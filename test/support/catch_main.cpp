@@ -1,3 +1,4 @@
 // Catch2 main for the serial tests (no MPI).
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+#include "support/catch_run.h"
+
+int main(int argc, char** argv) { return ringtrain::test::run_catch(argc, argv); }

@@ -5,8 +5,6 @@
 // (see mpi_test_util.h). ctest's timeout turns any remaining hang into a failure.
 // Every job gets a scratch directory of its own (test::job_dir()), removed at the end, so
 // that jobs running side by side (ctest -j, two checkouts on one machine) share no files.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <mpi.h>
 
 #include <cstdio>
@@ -14,6 +12,8 @@
 #include <filesystem>
 #include <string>
 #include <system_error>
+
+#include "support/catch_run.h"
 
 namespace {
 
@@ -43,9 +43,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const std::string job_dir = make_job_dir(rank);
 
-  Catch::Session session;
   // Only rank 0 reports successes; every rank reports its own failures.
-  int failed = session.run(argc, argv);
+  int failed = ringtrain::test::run_catch(argc, argv);
   int any_failed = 0;
   MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0 && any_failed != 0 && failed == 0) {
