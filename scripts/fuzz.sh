@@ -42,8 +42,11 @@ limits=(-max_total_time="${seconds:-0}")
 "$root/scripts/setup.sh" --fuzz
 cc=$(command -v clang-14 || command -v clang)
 cxx=$(command -v clang++-14 || command -v clang++)
+# A unity build, as the sanitizer stage's (scripts/test.sh says why): the harnesses link most of
+# src/, and compiling it in groups took the build on a 2-core Zen 3 from 280 s to 173 s.
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
-  -DRINGTRAIN_BUILD_TESTS=OFF -DRINGTRAIN_FUZZ=ON -DRINGTRAIN_SANITIZE=address,undefined >/dev/null
+  -DRINGTRAIN_BUILD_TESTS=OFF -DRINGTRAIN_FUZZ=ON -DRINGTRAIN_SANITIZE=address,undefined \
+  -DCMAKE_UNITY_BUILD=ON >/dev/null
 IFS=, read -r -a list <<< "$targets"
 cmake --build "$build" -j "${RINGTRAIN_JOBS:-$(nproc)}" --target make_seeds $(printf 'fuzz_%s ' "${list[@]}")
 
