@@ -17,8 +17,8 @@
 // picked unasked, direct kernels for passes it declines: 1.35-2.2x on resnet18/50's 3x3 layers,
 // 0.8-0.9x at 16-32 channels (hence the 64); no bf16 (docs/design.md).
 // Before both, an fp32 3x3 stride-1 layer of 64+ channels on images of at most 2x2 pixels runs
-// on nn/PixelPairConv on AVX2 (one sgemm per output and input pixel pair; vgg11's last two
-// layers at 32x32 inputs, resnet18/50's last stage), also with nChw8c activations.
+// on nn/PixelPairConv on AVX2 and AVX-512 (one sgemm per output and input pixel pair; vgg11's
+// last two layers at 32x32 inputs, resnet18/50's last stage), also with nChw8c activations.
 // RINGTRAIN_CONV_WINOGRAD=0 in the environment keeps the layers nn/Winograd would take on oneDNN's
 // direct kernels, RINGTRAIN_CONV_PAIRS=0 those nn/PixelPairConv would take (A/B runs).
 #include "nn/Conv2d.h"

@@ -71,19 +71,21 @@ bool avx2_isa() {
 // nn/Winograd on this CPU and in this process.
 bool winograd_enabled() { return avx2_isa() && winograd_allowed(); }
 
-bool pixel_pairs_enabled() {
-  static const bool allowed = [] {
-    const char* env = std::getenv("RINGTRAIN_CONV_PAIRS");
-    return !(env && std::strcmp(env, "0") == 0);
-  }();
-  return avx2_isa() && allowed;
-}
-
 // oneDNN's jit_wino_4x3 exists from avx512_core on.
 bool onednn_winograd_isa() {
   const dnnl::cpu_isa isa = effective_isa();
   return isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
          isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
+// The pairs' sgemms (oneDNN's, AVX-512 where the CPU has it) beat oneDNN's convolution kernels
+// on 2x2 images on AVX2 and AVX-512 alike (docs/benchmarks/zen3.md, zen5.md).
+bool pixel_pairs_enabled() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("RINGTRAIN_CONV_PAIRS");
+    return !(env && std::strcmp(env, "0") == 0);
+  }();
+  return (avx2_isa() || onednn_winograd_isa()) && allowed;
 }
 
 // A reorder from the layout `from` into a new memory of layout `to`, unless they agree

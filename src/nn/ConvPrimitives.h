@@ -16,8 +16,8 @@ struct Geometry {
 bool winograd_allowed();
 // nn/Winograd on this CPU and in this process (AVX2, allowed).
 bool winograd_enabled();
-// nn/PixelPairConv on this CPU and in this process: AVX2, where it was measured, and
-// RINGTRAIN_CONV_PAIRS=0 not set (read once).
+// nn/PixelPairConv on this CPU and in this process: AVX2 or AVX-512 (avx512_core and later),
+// where it was measured, and RINGTRAIN_CONV_PAIRS=0 not set (read once).
 bool pixel_pairs_enabled();
 // oneDNN's jit_wino_4x3 exists from avx512_core on.
 bool onednn_winograd_isa();

@@ -32,7 +32,10 @@ constexpr double kPairTol = 1e-5;
 bool pairs_expected() {
   const dnnl::cpu_isa isa = effective_isa();
   const char* off = std::getenv("RINGTRAIN_CONV_PAIRS");
-  return (isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni) && !(off && std::string(off) == "0");
+  using I = dnnl::cpu_isa;
+  const bool isa_ok = isa == I::avx2 || isa == I::avx2_vnni || isa == I::avx512_core || isa == I::avx512_core_vnni ||
+                      isa == I::avx512_core_bf16 || isa == I::avx512_core_amx;
+  return isa_ok && !(off && std::string(off) == "0");
 }
 
 // The taps no pixel pair reaches (all but the centre on a 1x1 image; a border row or column on
@@ -98,8 +101,8 @@ TEST_CASE("PixelPairConv: rejects shapes it cannot take", "[nn][pixelpair]") {
   CHECK_FALSE(pixelpair::applies(72, 68, 3, 1, 1, 1, 1, 2, 2));    // 68 channels
 }
 
-TEST_CASE("Conv2d runs fp32 3x3 layers of 64+ channels on images of at most 2x2 on pixel pairs on AVX2, with exact "
-          "gradients, and turns the weights once per parameter change",
+TEST_CASE("Conv2d runs fp32 3x3 layers of 64+ channels on images of at most 2x2 on pixel pairs on AVX2 and AVX-512, "
+          "with exact gradients, and turns the weights once per parameter change",
           "[nn][pixelpair]") {
   const bool expected = pairs_expected();
   // 32 images of 2x2: 128 output pixels, below Winograd's 256, as vgg11's last layers at batch 32.
