@@ -1,8 +1,8 @@
 // Conv2d: 2-D convolution (square kernel, stride, zero padding, dilation, groups, optional
 // bias) on oneDNN's convolution primitives with layouts of oneDNN's choosing (format_tag::any),
-// or, for the fp32 3x3 convolutions they take on an AVX2 CPU, on nn/PixelPairConv (images of at
-// most 2x2 pixels) or nn/Winograd (on AVX-512: on oneDNN's own Winograd kernels, for 3x3
-// stride-1 layers of 64+ channels).
+// or, for the fp32 3x3 convolutions they take, on nn/PixelPairConv (images of at most 2x2
+// pixels; AVX2 and AVX-512) or nn/Winograd (AVX2; on AVX-512 oneDNN's own Winograd kernels
+// instead, for 3x3 stride-1 layers of 64+ channels).
 #pragma once
 
 #include "nn/Layer.h"
